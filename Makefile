@@ -1,0 +1,37 @@
+# srelib: the two commands a user needs are `make demo` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# torch is pinned here, in the same pip command as transformers, so pip takes the local CPU
+# wheel; the package itself never pins torch (Colab and Runpod bring their own).
+TEST_PINS := torch==2.13.0 transformers==5.24.0
+
+.PHONY: setup test test-fast demo lab bench clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TEST_PINS) -e ".[llm,hf,notebooks,dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --nbval --sanitize-with notebooks/sanitize.cfg notebooks
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -x tests -m "not slow"
+
+demo: $(STAMP)
+	$(BIN)/python -m srelib demo --out results
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) results runs .pytest_cache

@@ -1,0 +1,1 @@
+"""The embedded two-phase incident environment (knows nothing of policies or notebooks)."""
