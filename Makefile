@@ -19,7 +19,7 @@ setup: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
-	$(BIN)/python -m pytest -q --nbval --sanitize-with notebooks/sanitize.cfg notebooks
+	$(BIN)/python -m pytest -q --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -x tests -m "not slow"

@@ -1,0 +1,121 @@
+"""Batched local generation: 8 episodes in lockstep through ``act_batch`` against 8 one at a time.
+
+Both sides drive the same ``HFTransformersChatPolicy`` over the tiny offline Gemma-architecture
+model (``srelib.testing.tiny_chat_model``), greedy, on the same tasks and seeds with the same
+step cap. "One at a time" is the seed's way: ``run_episode`` calls the policy once per step, one
+generate per call. "Lockstep" is ``srelib.rollout.run_lockstep``: one batched generate per step
+for every episode still running. The two alternate; medians over the repeats are reported.
+
+    python bench/bench_generation.py --episodes 8 --max-steps 8 --repeats 3
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import Row, base_parser, median, profile_text, report  # noqa: E402
+
+TARGET_RATIO = 4.0
+
+
+def make_policy(model_dir: str | None, max_new_tokens: int):
+    from srelib.policies.hf_chat import HFTransformersChatPolicy
+    from srelib.testing import tiny_chat_model
+
+    path = tiny_chat_model(model_dir or Path(tempfile.gettempdir()) / "srelib-bench-tiny-model")
+    return HFTransformersChatPolicy(path, load_in_4bit=False, torch_dtype="float32",
+                                    temperature=0.0, max_new_tokens=max_new_tokens,
+                                    max_batch_size=64, name="tiny")
+
+
+def jobs_for(episodes: int):
+    import srelib
+    from srelib.rollout import EpisodeJob
+
+    return [EpisodeJob("tiny", srelib.TASKS[n % len(srelib.TASKS)], None, "joint", n)
+            for n in range(episodes)]
+
+
+def one_at_a_time(policy, jobs, max_steps: int) -> tuple[float, int]:
+    """(wall seconds, steps) for the jobs run one after another, one generate per step."""
+    import srelib
+    from srelib.rollout import run_episode
+
+    start = time.perf_counter()
+    steps = 0
+    for job in jobs:
+        episode = run_episode(srelib.IncidentEnv(), policy, task=job.task, mode=job.mode,
+                              seed=job.seed, max_steps=max_steps)
+        steps += _steps(episode)
+    return time.perf_counter() - start, steps
+
+
+def lockstep(policy, jobs, max_steps: int) -> tuple[float, int]:
+    """(wall seconds, steps) for the jobs run together, one batched generate per step."""
+    from srelib.rollout import run_lockstep
+
+    start = time.perf_counter()
+    episodes = run_lockstep(policy, jobs, max_steps=max_steps)
+    return time.perf_counter() - start, sum(_steps(e) for e in episodes)
+
+
+def _steps(episode) -> int:
+    if episode.error:
+        raise RuntimeError(f"episode {episode.task}/{episode.seed} failed:\n{episode.error}")
+    return sum(1 for record in episode.steps if record["step"] > 0)
+
+
+def run(episodes: int, max_steps: int, repeats: int, max_new_tokens: int,
+        model_dir: str | None = None) -> list[Row]:
+    policy = make_policy(model_dir, max_new_tokens)
+    jobs = jobs_for(episodes)
+    one_at_a_time(policy, jobs[:1], max_steps)  # warm-up: load kernels, fill caches
+    timings: dict[str, list[tuple[float, int]]] = {"one_at_a_time": [], "lockstep": []}
+    runners = {"one_at_a_time": one_at_a_time, "lockstep": lockstep}
+    for repeat in range(repeats):
+        names = list(runners) if repeat % 2 == 0 else list(runners)[::-1]
+        for name in names:
+            timings[name].append(runners[name](policy, jobs, max_steps))
+    ratios = [serial[0] / batched[0]
+              for serial, batched in zip(timings["one_at_a_time"], timings["lockstep"])]
+    ratio = median(ratios)
+    note = f"{episodes} episodes, <= {max_steps} steps, {max_new_tokens} new tokens/step"
+    rows = []
+    for name, runs in timings.items():
+        rows.append(Row("generation", f"{name} episodes/s", median(episodes / w for w, _ in runs),
+                        "ep/s", note=note if name == "one_at_a_time" else ""))
+        rows.append(Row("generation", f"{name} steps/s", median(s / w for w, s in runs), "steps/s"))
+    rows.append(Row("generation", "lockstep / one-at-a-time episodes/s", ratio, "x",
+                    f">= {TARGET_RATIO:g}x", ratio >= TARGET_RATIO,
+                    f"median of {len(ratios)} interleaved pairs"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=8)
+    parser.add_argument("--max-steps", type=int, default=8, help="step cap per episode")
+    parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--model-dir", help="where to build (or reuse) the tiny model")
+    parser.add_argument("--profile", type=int, metavar="TOP",
+                        help="instead, cProfile one lockstep run and print the TOP functions")
+    args = parser.parse_args(argv)
+    if args.profile:
+        policy = make_policy(args.model_dir, args.max_new_tokens)
+        jobs = jobs_for(args.episodes)
+        lockstep(policy, jobs[:1], args.max_steps)
+        print(profile_text(lambda: lockstep(policy, jobs, args.max_steps), args.profile))
+        return []
+    rows = run(args.episodes, args.max_steps, args.repeats, args.max_new_tokens, args.model_dir)
+    report(rows, args.json)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Run every CPU benchmark, each in its own process, and print one markdown table.
+
+For a missed target on grading latency, environment throughput or batched generation, the
+cProfile top of that benchmark follows the table. The GPU benchmark (``gpu_gemma.py``) is
+not part of this run.
+
+    python bench/run_all.py --reference /tmp/reference          # the published numbers
+    python bench/run_all.py --quick                             # small sizes, a smoke run
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO_ROOT, Row, base_parser, format_table  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent
+#: script -> (full-size arguments, quick arguments)
+SCRIPTS = {
+    "bench_import.py": (["--repeats", "15"], ["--repeats", "3"]),
+    "bench_grading.py": (["--patches", "30", "--hits", "2000"], ["--patches", "3", "--hits", "50"]),
+    "bench_env.py": (["--seeds", "5", "--repeats", "5"], ["--seeds", "1", "--repeats", "1"]),
+    "bench_generation.py": (["--repeats", "3"],
+                            ["--episodes", "2", "--max-steps", "2", "--max-new-tokens", "8",
+                             "--repeats", "1"]),
+    "bench_memory.py": (["--episodes", "10000", "--warmup", "500"],
+                        ["--episodes", "60", "--warmup", "20"]),
+    "bench_notebooks.py": ([], []),
+}
+#: script -> (arguments that print a profile, metric whose miss asks for it)
+PROFILES = {
+    "bench_grading.py": (["--profile", "20", "--patches", "10"], "unique patch (miss) median"),
+    "bench_env.py": (["--profile", "25", "--seeds", "2"], "srelib / reference episodes/s"),
+    "bench_generation.py": (["--profile", "20", "--max-steps", "4"],
+                            "lockstep / one-at-a-time episodes/s"),
+}
+
+
+def run_script(script: str, args: list[str]) -> list[Row]:
+    """One benchmark in a fresh interpreter; its rows (a failure becomes a failed row)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "rows.json"
+        done = subprocess.run([sys.executable, str(BENCH / script), *args, "--json", str(out)],
+                              cwd=REPO_ROOT, capture_output=True, text=True)
+        if done.returncode != 0 or not out.exists():
+            error = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return [Row(script.removesuffix(".py"), "run", "failed", met=False, note=error)]
+        return [Row(**row) for row in json.loads(out.read_text())]
+
+
+def profile(script: str, args: list[str]) -> str:
+    done = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=REPO_ROOT,
+                          capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else done.stderr
+
+
+def machine() -> str:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"load average {load} (1/5/15 min), Python {platform.python_version()}")
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--reference", metavar="PATH",
+                        help="reference checkout for the environment comparison")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--only", nargs="+", choices=sorted(SCRIPTS), help="run only these")
+    args = parser.parse_args(argv)
+    print(f"machine: {machine()}\n")
+    rows, profiles = [], []
+    for script in args.only or SCRIPTS:
+        full, quick = SCRIPTS[script]
+        wants_reference = script == "bench_env.py" and args.reference
+        extra = ["--reference", args.reference] if wants_reference else []
+        start = time.perf_counter()
+        found = run_script(script, (quick if args.quick else full) + extra)
+        print(f"{script}: {time.perf_counter() - start:.0f}s", file=sys.stderr)
+        rows += found
+        if script in PROFILES and not args.quick:
+            profile_args, metric = PROFILES[script]
+            if any(r.metric == metric and r.met is False for r in found):
+                profiles.append(f"### {script}: missed {metric!r}; cProfile top\n\n```\n"
+                                f"{profile(script, profile_args).strip()}\n```")
+    print(format_table(rows))
+    for text in profiles:
+        print(f"\n{text}")
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.__dict__ for r in rows], indent=2))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""``python -m srelib``: the same command line as the ``srelib`` console script."""
+
+import sys
+
+from srelib.cli import main
+
+sys.exit(main())

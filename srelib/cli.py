@@ -1,0 +1,233 @@
+"""The ``srelib`` command line: list tasks, evaluate scripted policies, report a run, run the demo.
+
+    srelib tasks
+    srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
+    srelib report runs/h
+    srelib demo --out results
+
+The demo's CSVs name a policy and a handoff "null": read them with
+``pandas.read_csv(path, keep_default_na=False, na_values=[""])`` so it stays a name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+from pathlib import Path
+from typing import Sequence
+
+#: Scripted policies by CLI name: the classes of ``srelib.policies`` they are built from
+#: (two names: phase 1 and phase 2 joined by CompositePolicy).
+POLICY_CLASSES: dict[str, tuple[str, ...]] = {
+    "null": ("NullPhase1Policy",),
+    "random": ("NullPhase1Policy", "RandomPhase2Policy"),
+    "oracle-random": ("OracleP1ThenRandomP2Policy",),
+    "heuristic": ("HeuristicPhase1Policy", "RandomPhase2Policy"),
+    "revert": ("NullPhase1Policy", "RevertPhase2Policy"),
+    "heuristic-revert": ("HeuristicPhase1Policy", "RevertPhase2Policy"),
+    "reference": ("ReferencePolicy",),
+}
+#: What ``srelib demo`` runs: the baselines, then the ceiling of RevertPhase2Policy.
+DEMO_POLICIES = ("null", "random", "oracle-random", "heuristic", "heuristic-revert", "reference")
+DEMO_PHASE1 = {"heuristic": "HeuristicPhase1Policy"}
+DEMO_PHASE2 = "RevertPhase2Policy"
+
+
+def build_policy(*class_names: str):
+    """A fresh policy from ``srelib.policies`` class names (two are joined by CompositePolicy)."""
+    import srelib.policies as policies
+
+    parts = [getattr(policies, name)() for name in class_names]
+    return parts[0] if len(parts) == 1 else policies.CompositePolicy(*parts)
+
+
+def scripted_policy(name: str):
+    """A picklable zero-argument factory for the scripted policy registered as ``name``."""
+    if name not in POLICY_CLASSES:
+        raise ValueError(f"unknown policy {name!r}; valid policies: {', '.join(POLICY_CLASSES)}")
+    return functools.partial(build_policy, *POLICY_CLASSES[name])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="srelib", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    tasks = sub.add_parser("tasks", help="list the tasks and the pools")
+    tasks.set_defaults(run=_cmd_tasks)
+
+    ev = sub.add_parser("eval", help="evaluate scripted policies on a grid of episodes")
+    ev.add_argument("--policy", action="append", required=True, metavar="NAME",
+                    help=f"repeatable; one of: {', '.join(POLICY_CLASSES)}")
+    ev.add_argument("--tasks", default="all", help="'all' or comma-separated task names")
+    ev.add_argument("--pools", default="C", help="comma-separated pools (A, B, C, D)")
+    ev.add_argument("--seeds", type=_seeds, default=10, help="a count N (seeds 0..N-1) or a,b,c")
+    ev.add_argument("--workers", type=int, default=1, help="processes to spread episodes over")
+    ev.add_argument("--max-steps", type=int, default=None, help="cap on policy calls per episode")
+    ev.add_argument("--out", required=True, help="run directory (resumed if it exists)")
+    ev.add_argument("--no-resume", action="store_true", help="discard episodes already in --out")
+    ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    ev.set_defaults(run=_cmd_eval)
+
+    report = sub.add_parser("report", help="print a run's summary and write its plots")
+    report.add_argument("run_dir", help="a run directory written by 'srelib eval'")
+    report.add_argument("--plots", default=None, help="where to write PNGs (default RUN/plots)")
+    report.add_argument("--compare", default=None, metavar="A,B",
+                        help="also print A - B per task, paired on seeds, with a bootstrap CI")
+    report.set_defaults(run=_cmd_report)
+
+    demo = sub.add_parser("demo", help="baselines and the oracle-P1 ceiling, written to --out")
+    demo.add_argument("--out", default="results", help="output directory (CSV, Markdown, PNGs)")
+    demo.add_argument("--seeds", type=_seeds, default=50, help="a count N or a,b,c")
+    demo.add_argument("--workers", type=int, default=2, help="processes to spread episodes over")
+    demo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    demo.set_defaults(run=_cmd_demo)
+    return parser
+
+
+def _cmd_tasks(args) -> int:
+    import pandas as pd
+
+    from srelib.env.pools import POOLS
+    from srelib.env.scenarios import TASKS, get_scenario
+    from srelib.stats import to_markdown
+
+    membership = {t: [p for p in POOLS if t in POOLS[p].tasks] for t in TASKS}
+    tasks = pd.DataFrame([{"task": t, "severity": get_scenario(t).severity,
+                           "held out": get_scenario(t).heldout, "repo": get_scenario(t).repo,
+                           "pools": ",".join(membership[t]), "title": get_scenario(t).title}
+                          for t in TASKS])
+    pools = pd.DataFrame([{"pool": p, "mode": POOLS[p].mode, "tasks": len(POOLS[p].tasks),
+                           "description": POOLS[p].description} for p in POOLS])
+    print(to_markdown(tasks, index=False))
+    print()
+    print(to_markdown(pools, index=False))
+    return 0
+
+
+def _cmd_eval(args) -> int:
+    from srelib.rollout import evaluate
+
+    policies = {name: scripted_policy(name) for name in dict.fromkeys(args.policy)}
+    frame = evaluate(policies, tasks=args.tasks, pools=args.pools.split(","), seeds=args.seeds,
+                     workers=args.workers, out=args.out, resume=not args.no_resume,
+                     progress=not args.no_progress, max_steps=args.max_steps)
+    _print_summary(frame)
+    print(f"\n{len(frame)} episodes in {args.out}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from srelib.results import load_run
+
+    frame = load_run(args.run_dir)
+    if frame.empty:
+        raise ValueError(f"{args.run_dir} holds no episodes yet")
+    _print_summary(frame)
+    if args.compare:
+        from srelib.stats import paired_difference, to_markdown
+
+        names = args.compare.split(",")
+        if len(names) != 2:
+            raise ValueError(f"--compare takes two policy names A,B; got {args.compare!r}")
+        print(f"\nPaired difference {names[0]} - {names[1]} (final score):\n")
+        print(to_markdown(paired_difference(frame, *names), index=False))
+    written = _write_plots(frame, Path(args.plots or Path(args.run_dir) / "plots"))
+    print("\nplots: " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from srelib.plots import ceiling_gap
+    from srelib.rollout import ceiling_episodes, evaluate, summarize_ceiling
+    from srelib.stats import to_markdown
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    common = {"seeds": args.seeds, "workers": args.workers, "progress": not args.no_progress}
+    frame = evaluate({n: scripted_policy(n) for n in DEMO_POLICIES}, tasks="all",
+                     pools=["C", "D"], **common)
+    frame.to_csv(out / "episodes.csv", index=False)
+    summary = _print_summary(frame, DEMO_POLICIES)
+    (out / "summary.md").write_text(summary + "\n")
+    written = _write_plots(frame, out, DEMO_POLICIES)
+
+    phase2 = functools.partial(build_policy, DEMO_PHASE2)
+    phase1 = {n: functools.partial(build_policy, c) for n, c in DEMO_PHASE1.items()}
+    episodes = ceiling_episodes(phase2, phase1, tasks="all", **common)
+    episodes.to_csv(out / "ceiling_episodes.csv", index=False)
+    table = summarize_ceiling(episodes)
+    table.to_csv(out / "ceiling.csv", index=False)
+    markdown = to_markdown(_ceiling_cells(table))
+    (out / "ceiling.md").write_text(markdown + "\n")
+    print(f"\nOracle-P1 ceiling of {DEMO_PHASE2}: repair [95% CI] per handoff, and the gaps:\n")
+    print(markdown)
+    _save(ceiling_gap(table), out / "ceiling_gap.png")
+    written.append(out / "ceiling_gap.png")
+    print(f"\nwrote {out}/episodes.csv, summary.md, ceiling.csv, ceiling.md and "
+          f"{len(written)} plots in {time.perf_counter() - start:.0f}s")
+    return 0
+
+
+def _ceiling_cells(table):
+    """One row per task: repair under each handoff and each gap to oracle, as "mean [CI]"."""
+    from srelib.stats import format_ci
+
+    cells = table.assign(repair_cell=[format_ci(*v) for v in
+                                      zip(table.repair, table.ci_low, table.ci_high)],
+                         gap_cell=[format_ci(*v) for v in
+                                   zip(table.gap, table.gap_low, table.gap_high)])
+    wide = cells.pivot(index="task", columns="handoff", values="repair_cell")
+    gaps = cells[cells.handoff != "oracle"].pivot(index="task", columns="handoff",
+                                                  values="gap_cell")
+    handoffs = list(dict.fromkeys(table["handoff"]))
+    wide = wide[handoffs].join(gaps[handoffs[1:]].add_prefix("gap oracle-"))
+    wide = wide.reindex(list(dict.fromkeys(table["task"])))
+    wide.columns.name = None
+    return wide
+
+
+def _print_summary(frame, policies: Sequence[str] | None = None) -> str:
+    from srelib.stats import summary_table, to_markdown
+
+    table = summary_table(frame)
+    text = to_markdown(table if policies is None else table[list(policies)])
+    print("Mean final score per task [95% bootstrap CI]:\n")
+    print(text)
+    return text
+
+
+def _write_plots(frame, folder: Path, policies: Sequence[str] | None = None) -> list[Path]:
+    from srelib import plots
+
+    folder.mkdir(parents=True, exist_ok=True)
+    figures = {"score_distributions.png": plots.score_distributions(frame, policies=policies),
+               "score_ecdf.png": plots.score_distributions(frame, kind="ecdf", policies=policies),
+               "components.png": plots.component_breakdown(frame, policies=policies),
+               "steps_per_phase.png": plots.steps_per_phase(frame, policies=policies),
+               "parse_failures.png": plots.parse_failure_rate(frame, policies=policies)}
+    for name, fig in figures.items():
+        _save(fig, folder / name)
+    return [folder / name for name in figures]
+
+
+def _save(fig, path: Path) -> None:
+    fig.savefig(path, dpi=120)
+
+
+def _seeds(text: str):
+    try:
+        return int(text) if "," not in text else [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds must be a count or a comma list, got {text!r}")

@@ -1,0 +1,225 @@
+"""The episode score, computed from the trajectory alone.
+
+``score_trajectory(task, mode, trajectory)`` reads only the step records (docs/CONTRACTS.md),
+the static scenario and the deterministic patch grader, so a saved trajectory re-grades to the
+same score and no oracle is consulted. The components, each in [0, 1]:
+
+* **diagnosis**: the last valid ``declare_root_cause``, else the belief handed over at the
+  transition. ``DIAGNOSIS_PARTS`` of it: the service (one of the scenario's
+  acceptable_services), the fault class, and the share of the scenario's keywords found as
+  whole words in the text. A declaration that names ``STUFFED_SERVICES`` or more services
+  outside the scenario's involved and acceptable ones, ``STUFFED_CLASSES`` or more fault
+  classes, or runs past ``MAX_DECLARATION_CHARS`` earns nothing.
+* **mitigation** (only where the scenario requires remediation): the share of the required
+  remediation actions taken, times ``0.5 + 0.5 * share of services healthy`` at the handoff
+  (the transition record's statuses) or, without a transition, at the end.
+* Harmful actions (a remediation of an uninvolved service; a rollback the scenario does not
+  call for, i.e. of a good deploy) cost ``HARM_PENALTY`` each, from mitigation, or from
+  diagnosis where no remediation is required.
+* **repair**: the proposed patch graded by the hidden tests: 1 when resolved, the product of the
+  FAIL_TO_PASS and PASS_TO_PASS pass shares when some FAIL_TO_PASS test passes, else 0. Where no
+  change is needed, ``declare_no_change`` scores 1 and any patch 0.
+* **efficiency**: the weighted mean of the other counted components (so doing nothing earns
+  nothing), times 1 up to the expected number of steps, falling linearly to 0 at
+  ``1 + STEP_SLACK`` times that number.
+
+``WEIGHTS`` (the one place they are set) combine the counted components; the final score is
+their weighted mean. Counted: p1_only diagnosis, mitigation, efficiency; p2_only repair,
+efficiency (pool B's handoff is the environment's, not the agent's); joint all four.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, ActionType
+from srelib.env.patching import grade_patch
+from srelib.env.pools import MODES
+from srelib.env.scenarios import Scenario, get_scenario
+
+WEIGHTS = {"diagnosis": 0.30, "mitigation": 0.25, "repair": 0.35, "efficiency": 0.10}
+DIAGNOSIS_PARTS = {"service": 0.4, "fault_class": 0.3, "text": 0.3}
+HARM_PENALTY = 0.25
+STUFFED_SERVICES = 2
+STUFFED_CLASSES = 3
+MAX_DECLARATION_CHARS = 600
+STEP_SLACK = 2.0
+_REMEDIATIONS = {a.value for a in PHASE1_REMEDIATION}
+_DECLARE = ActionType.DECLARE_ROOT_CAUSE.value
+_TRANSITION = ActionType.TRANSITION_TO_PHASE2.value
+_PATCH = ActionType.PROPOSE_PATCH.value
+_NO_CHANGE = ActionType.DECLARE_NO_CHANGE.value
+
+
+def _mentions(text: str, phrase: str) -> bool:
+    """Whole-word, case-insensitive: 'auth' is in 'auth-client' but not in 'authentication'."""
+    return re.search(rf"(?<![a-z0-9_]){re.escape(phrase.lower())}(?![a-z0-9_])", text) is not None
+
+
+def _named_services(text: str) -> set[str]:
+    return {s for s in SERVICES
+            if any(_mentions(text, form) for form in {s, s.replace("_", " "), s.replace("_", "-")})}
+
+
+def _named_classes(text: str) -> set[str]:
+    return {c for c in FAULT_CLASSES if c != "none"
+            and any(_mentions(text, form) for form in {c, c.replace("_", " "), c.replace("_", "-")})}
+
+
+def _text(value: object) -> str:
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def diagnosis_score(scenario: Scenario, text: object, service: object, fault_class: object) -> float:
+    """Score one declaration (text, service, fault class) against the scenario; see the module."""
+    text, service, fault_class = _text(text), _text(service), _text(fault_class)
+    if len(text) > MAX_DECLARATION_CHARS:
+        return 0.0
+    named = _named_services(text) | ({service} if service in SERVICES else set())
+    outside = named - set(scenario.involved_services) - set(scenario.acceptable_services)
+    if len(outside) >= STUFFED_SERVICES or len(_named_classes(text)) >= STUFFED_CLASSES:
+        return 0.0
+    service_ok = (service in scenario.acceptable_services if service
+                  else _mentions(text, scenario.root_cause_service))
+    hits = sum(_mentions(text, k) for k in scenario.keywords)
+    return (DIAGNOSIS_PARTS["service"] * service_ok
+            + DIAGNOSIS_PARTS["fault_class"] * (fault_class == scenario.fault_class)
+            + DIAGNOSIS_PARTS["text"] * (hits / len(scenario.keywords) if scenario.keywords else 0.0))
+
+
+def _action(record: dict) -> tuple[str, str | None, dict]:
+    action = record.get("action") or {}
+    params = action.get("parameters")
+    return action.get("action_type"), action.get("target_service"), params if isinstance(params, dict) else {}
+
+
+def _agent_transition(records: list[dict]) -> dict | None:
+    """The agent's own (valid, non-oracle) transition record, if any."""
+    for record in records:
+        kind, _, _ = _action(record)
+        effect = record.get("effect") or {}
+        if kind == _TRANSITION and record.get("valid") and not effect.get("oracle"):
+            return record
+    return None
+
+
+def _diagnosis(scenario: Scenario, records: list[dict]) -> float:
+    for record in reversed(records):
+        kind, _, params = _action(record)
+        if kind == _DECLARE and record.get("valid"):
+            source = record.get("effect") or params
+            return diagnosis_score(scenario, source.get("root_cause"), source.get("service"),
+                                   source.get("fault_class"))
+    transition = _agent_transition(records)
+    if transition is None:
+        return 0.0
+    belief = (transition.get("effect") or {}).get("belief") or {}
+    return diagnosis_score(scenario, belief.get("reasoning"), belief.get("suspected_service"),
+                           belief.get("suspected_fault_class"))
+
+
+def _remediations(records: list[dict]) -> list[str]:
+    """``"action:service"`` of every valid phase-1 remediation, in order."""
+    out = []
+    for record in records:
+        kind, target, _ = _action(record)
+        if kind in _REMEDIATIONS and record.get("valid") and record.get("phase") == 1:
+            out.append(f"{kind}:{target}")
+    return out
+
+
+def harmful_actions(scenario: Scenario, records: list[dict]) -> int:
+    """Remediations of uninvolved services plus rollbacks the scenario does not call for."""
+    return sum(
+        1 for r in _remediations(records)
+        if r.split(":", 1)[1] not in scenario.involved_services
+        or (r.startswith(ActionType.ROLLBACK_DEPLOY.value) and r not in scenario.required_remediation)
+    )
+
+
+def _mitigation(scenario: Scenario, records: list[dict]) -> float:
+    required = set(scenario.required_remediation)
+    taken = required & set(_remediations(records))
+    handoff = _agent_transition(records) or (records[-1] if records else {})
+    statuses = handoff.get("statuses") or {}
+    healthy = sum(v == "healthy" for v in statuses.values()) / len(SERVICES)
+    return len(taken) / len(required) * (0.5 + 0.5 * healthy)
+
+
+def repair_score(scenario: Scenario, task: str, records: list[dict]) -> tuple[float, dict | None, bool]:
+    """``(repair, grade_patch result or None, declared_no_change)`` from the phase-2 ending."""
+    for record in reversed(records):
+        kind, _, params = _action(record)
+        if record.get("phase") != 2 or not record.get("valid") or kind not in (_PATCH, _NO_CHANGE):
+            continue
+        if kind == _NO_CHANGE:
+            return (0.0 if scenario.needs_fix else 1.0), None, True
+        diff = (record.get("effect") or params).get("diff", "")
+        patch = grade_patch(scenario.repo, task, diff)
+        if not scenario.needs_fix:
+            return 0.0, patch, False
+        f2p, p2p = patch["FAIL_TO_PASS"], patch["PASS_TO_PASS"]
+        if patch["resolved"] == "full":
+            return 1.0, patch, False
+        if not any(f2p.values()):
+            return 0.0, patch, False
+        share = sum(f2p.values()) / len(f2p) * (sum(p2p.values()) / len(p2p) if p2p else 1.0)
+        return share, patch, False
+    return 0.0, None, False
+
+
+def _counted(scenario: Scenario, mode: str) -> list[str]:
+    phase1 = ["diagnosis"] + (["mitigation"] if scenario.required_remediation else [])
+    return {"p1_only": phase1, "p2_only": ["repair"], "joint": phase1 + ["repair"]}[mode] + ["efficiency"]
+
+
+def _step_factor(steps: int, expected: int) -> float:
+    if steps <= expected:
+        return 1.0
+    return max(0.0, 1.0 - (steps - expected) / (STEP_SLACK * expected))
+
+
+def score_trajectory(task: str, mode: str, trajectory: list[dict]) -> dict:
+    """The score breakdown of one episode (shape in docs/CONTRACTS.md)."""
+    scenario = get_scenario(task)
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; valid: {list(MODES)}")
+    if not isinstance(trajectory, list) or not all(isinstance(r, dict) for r in trajectory):
+        raise ValueError("trajectory must be a list of step-record dicts")
+    counted = _counted(scenario, mode)
+    p1 = sum(1 for r in trajectory if r.get("phase") == 1 and r.get("step", 1) > 0)
+    p2 = sum(1 for r in trajectory if r.get("phase") == 2)
+    harm = harmful_actions(scenario, trajectory) if mode != "p2_only" else 0
+    scores: dict[str, float | None] = dict.fromkeys(WEIGHTS)
+    patch, no_change = None, False
+    if "diagnosis" in counted:
+        scores["diagnosis"] = _diagnosis(scenario, trajectory)
+        if "mitigation" in counted:
+            scores["mitigation"] = max(0.0, _mitigation(scenario, trajectory) - HARM_PENALTY * harm)
+        else:
+            scores["diagnosis"] = max(0.0, scores["diagnosis"] - HARM_PENALTY * harm)
+    if "repair" in counted:
+        scores["repair"], patch, no_change = repair_score(scenario, task, trajectory)
+    others = [c for c in counted if c != "efficiency"]
+    correctness = sum(WEIGHTS[c] * scores[c] for c in others) / sum(WEIGHTS[c] for c in others)
+    steps, expected = {"p1_only": (p1, scenario.expected_p1_steps),
+                       "p2_only": (p2, scenario.expected_p2_steps),
+                       "joint": (p1 + p2, scenario.expected_p1_steps + scenario.expected_p2_steps)}[mode]
+    scores["efficiency"] = correctness * _step_factor(steps, expected)
+    final = sum(WEIGHTS[c] * scores[c] for c in counted) / sum(WEIGHTS[c] for c in counted)
+    final = min(1.0, max(0.0, final)) if math.isfinite(final) else 0.0
+    return {
+        "final": round(final, 4),
+        **{c: (None if v is None else round(v, 4)) for c, v in scores.items()},
+        "counted": counted, "weights": dict(WEIGHTS), "patch": patch,
+        "declared_no_change": no_change, "harmful_actions": harm, "steps": {"p1": p1, "p2": p2},
+    }
+
+
+def r_cross(repair: float, null_repair: float) -> float:
+    """max(0, repair with this episode's handoff - repair of the same policy after a null handoff)."""
+    for name, value in (("repair", repair), ("null_repair", null_repair)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+    return max(0.0, repair - null_repair)

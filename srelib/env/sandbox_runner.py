@@ -1,0 +1,147 @@
+"""The hidden-test runner that patching.py starts as ``python -I -S -B -c <this source>``.
+
+Standard library only; it never imports srelib. It reads two lines from stdin: a nonce and a
+JSON config (``repo``, ``tests``, ``files``, ``limits``, ``uid``, ``per_test_s``). Then, before
+any test code runs, it keeps a private copy of stdout as the result channel and points fd 1
+and 2 at /dev/null, applies the resource limits, drops to ``uid`` unless it is null, and
+installs an audit hook that refuses subprocesses, sockets, ctypes, process-wide introspection,
+writes outside the repository and reads outside the repository, the tests and the standard
+library. Each result is one line ``<nonce> <json>`` on the private channel; code under test
+never saw the nonce on stdin, argv or the environment, so lines it prints are ignored.
+"""
+
+import importlib.util
+import json
+import os
+import resource
+import signal
+import sys
+
+_BLOCKED_EVENTS = frozenset({
+    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+    "subprocess.Popen", "pty.spawn", "os.kill", "os.killpg", "signal.pthread_kill",
+    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
+    "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdll.LoadLibrary", "ctypes.call_function",
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
+    "os.setuid", "os.setgid", "os.chroot", "os.putenv", "os.unsetenv",
+})
+_PATH_EVENTS = {  # event -> indexes of its path arguments; all are writes
+    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1),
+    "os.chmod": (0,), "os.chown": (0,), "os.symlink": (0, 1), "os.link": (0, 1),
+    "os.truncate": (0,), "os.utime": (0,), "shutil.rmtree": (0,), "shutil.copyfile": (1,),
+    "shutil.copytree": (1,), "shutil.move": (0, 1),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+_READ_EVENTS = {"os.listdir": 0, "os.scandir": 0, "glob.glob": 0}
+
+
+def _under(path, roots):
+    real = os.path.realpath(path)
+    return any(real == r or real.startswith(r + os.sep) for r in roots)
+
+
+def _install_hook(repo, readable):
+    writable = (repo,)
+    busy = []
+
+    def hook(event, args):
+        if busy:
+            return
+        if event in _BLOCKED_EVENTS or event.startswith("ctypes."):
+            raise PermissionError(f"sandbox: {event} is not allowed")
+        busy.append(1)
+        try:
+            if event == "open":
+                path, mode, flags = args
+                if isinstance(path, int):
+                    return
+                write = any(c in (mode or "") for c in "wax+") or bool((flags or 0) & _WRITE_FLAGS)
+                if not _under(path, writable if write else readable):
+                    raise PermissionError(f"sandbox: may not {'write' if write else 'read'} {path}")
+            elif event in _PATH_EVENTS:
+                for i in _PATH_EVENTS[event]:
+                    if i < len(args) and isinstance(args[i], (str, bytes, os.PathLike)) \
+                            and not _under(args[i], writable):
+                        raise PermissionError(f"sandbox: {event} outside the repository")
+            elif event in _READ_EVENTS:
+                target = args[_READ_EVENTS[event]]
+                if isinstance(target, (str, bytes, os.PathLike)) and not _under(target, readable):
+                    raise PermissionError(f"sandbox: may not list {target}")
+        finally:
+            busy.pop()
+
+    sys.addaudithook(hook)
+
+
+def _limit(limits, uid):
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+
+
+class _TestTimeout(BaseException):
+    """Raised by the per-test alarm; a BaseException so ``except Exception`` cannot swallow it."""
+
+
+def _on_alarm(signum, frame):
+    raise _TestTimeout("test exceeded its time limit")
+
+
+def _run_file(path, per_test_s, emit):
+    name = os.path.basename(path)
+    signal.setitimer(signal.ITIMER_REAL, per_test_s)
+    try:
+        spec = importlib.util.spec_from_file_location("hidden_" + name[:-3], path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        tests = sorted(n for n, f in vars(module).items() if n.startswith("test_") and callable(f)
+                       and getattr(f, "__module__", "") == module.__name__)
+    except BaseException as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        emit({"file": name, "import_error": f"{type(exc).__name__}: {exc}"[:300]})
+        return
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for test in tests:
+        signal.setitimer(signal.ITIMER_REAL, per_test_s)
+        try:
+            getattr(module, test)()
+            outcome = {"id": f"{name}::{test}", "ok": True}
+        except BaseException as exc:
+            outcome = {"id": f"{name}::{test}", "ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        emit(outcome)
+
+
+def _make_emitter(fd, nonce):
+    def emit(record):
+        os.write(fd, (nonce + " " + json.dumps(record) + "\n").encode())
+    return emit
+
+
+def main():
+    nonce = sys.stdin.readline().strip()
+    config = json.loads(sys.stdin.readline())
+    emit = _make_emitter(os.dup(1), nonce)
+    del nonce
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(0)
+    repo, tests = os.path.realpath(config["repo"]), os.path.realpath(config["tests"])
+    _limit(config["limits"], config["uid"])
+    stdlib = os.path.realpath(os.path.dirname(os.__file__))
+    _install_hook(repo, (repo, tests, stdlib, os.devnull, "/dev/urandom", "/etc/localtime",
+                         "/usr/share/zoneinfo"))
+    signal.signal(signal.SIGALRM, _on_alarm)
+    os.chdir(repo)
+    sys.path.insert(0, repo)
+    for file in config["files"]:
+        _run_file(os.path.join(tests, file), config["per_test_s"], emit)
+    emit({"done": True})
+
+
+main()

@@ -1,0 +1,245 @@
+"""Scenarios as data: one JSON file per task in ``scenario_data/``, loaded into frozen dataclasses.
+
+Adding a scenario means adding a file. Each file holds the public facts other modules rely on
+(the fields listed in docs/CONTRACTS.md) plus the simulation spec that ``infra`` plays out:
+the deploy histories, the hidden conditions (faults and their consequences), the scenario's own
+log lines and its optional red herrings. Every file is validated when it is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .actions import FAULT_CLASSES, SERVICES, ActionType
+
+DATA_DIR = Path(__file__).with_name("scenario_data")
+LOG_LEVELS = ("DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+METRIC_NAMES = ("cpu", "memory", "error_rate", "latency_p50", "latency_p95", "latency_p99", "rps")
+SEVERITIES = ("SEV1", "SEV2", "SEV3")
+_SHA = re.compile(r"^[0-9a-f]{7}$")
+_CLEARING_ACTIONS = (ActionType.RESTART_SERVICE.value, ActionType.SCALE_SERVICE.value)
+_REMEDIATIONS = ("restart_service", "rollback_deploy", "scale_service")
+
+
+@dataclass(frozen=True)
+class DeploySpec:
+    """One deploy of a service; ``ago`` is minutes before the page; sha None = seeded random."""
+
+    version: str
+    ago: int
+    description: str
+    author: str | None = None
+    sha: str | None = None
+    bad: bool = False
+
+
+@dataclass(frozen=True)
+class LogTemplate:
+    """A log line a condition emits every ``every`` minutes while it is active.
+
+    ``when`` = (metric, ">" or "<", value) restricts it to minutes where the service's metric
+    passes; ``stage`` = "cause_active" / "cause_cleared" restricts it to one stage of a
+    consequence. The message may use the current metrics and the fill-ins ``{pause_ms}``,
+    ``{count}``, ``{ms}``, ``{trace}`` and ``{peer}``.
+    """
+
+    level: str
+    message: str
+    every: int = 1
+    when: tuple | None = None
+    stage: str | None = None
+
+
+@dataclass(frozen=True)
+class ConditionSpec:
+    """A hidden condition of one service: a fault, a consequence of a fault, or a benign effect.
+
+    ``cause`` is "deploy" (the service's bad latest deploy; cleared by rolling it back), the id
+    of another condition (a consequence), or None (benign, independent of any action).
+    A consequence clears with its cause unless ``residual``; a residual one stays until one of
+    ``cleared_by`` is applied after its cause is gone (before that, the action only relieves it).
+    """
+
+    id: str
+    service: str
+    cause: str | None
+    delay: int = 2
+    ago: int = 0
+    ramp: int = 4
+    target: tuple = ()
+    memory_rate: float = 0.0
+    status_floor: str | None = None
+    masks: tuple = ()
+    residual: bool = False
+    cleared_by: tuple = ()
+    peers: tuple = ()
+    logs: tuple = ()
+
+
+@dataclass(frozen=True)
+class ScenarioLog:
+    """A line of the scenario's own story, ``ago`` minutes before the page."""
+
+    service: str
+    ago: int
+    level: str
+    message: str
+    trace: str | None = None
+
+
+@dataclass(frozen=True)
+class RedHerring:
+    """A misleading line that appears with ``chance`` at a seeded minute in ``window``.
+
+    ``window`` = (earliest, latest) minutes relative to the page (negative = before it).
+    """
+
+    service: str
+    level: str
+    message: str
+    window: tuple = (-25, 10)
+    chance: float = 0.6
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One incident: the public facts and the simulation spec."""
+
+    name: str
+    title: str
+    severity: str
+    summary: str
+    root_cause_service: str
+    acceptable_services: tuple
+    fault_class: str
+    correct_root_cause: str
+    keywords: tuple
+    involved_services: tuple
+    required_remediation: tuple
+    needs_fix: bool
+    repo: str
+    bad_commit: str | None
+    expected_p1_steps: int
+    expected_p2_steps: int
+    max_steps: int
+    heldout: bool
+    order: int
+    deploys: tuple  # ((service, (DeploySpec, ...)), ...) oldest first
+    conditions: tuple
+    logs: tuple
+    red_herrings: tuple
+    innocent_deploy: bool = True
+
+    def deploy_specs(self, service: str) -> tuple:
+        """The scripted deploys of ``service`` (empty: routine deploys are generated)."""
+        for name, specs in self.deploys:
+            if name == service:
+                return specs
+        return ()
+
+
+def _build(cls, raw: dict, where: str, tuples: tuple = ()):
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected an object, got {type(raw).__name__}")
+    known = set(cls.__dataclass_fields__)
+    unknown = set(raw) - known
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+    values = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if k in tuples else v
+              for k, v in raw.items()}
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _check(cond: bool, where: str, msg: str) -> None:
+    if not cond:
+        raise ValueError(f"{where}: {msg}")
+
+
+def _parse(raw: dict, where: str) -> Scenario:
+    raw = dict(raw)
+    deploys = tuple(
+        (svc, tuple(_build(DeploySpec, d, f"{where} deploys.{svc}") for d in specs))
+        for svc, specs in raw.pop("deploys", {}).items()
+    )
+    conditions = tuple(
+        _build(ConditionSpec, {**c, "logs": tuple(
+            _build(LogTemplate, {**t, **({"when": tuple(t["when"])} if t.get("when") else {})},
+                   f"{where} condition {c.get('id')} log") for t in c.get("logs", ()))},
+               f"{where} condition {c.get('id')}", tuples=("target", "masks", "cleared_by", "peers"))
+        for c in raw.pop("conditions", ())
+    )
+    logs = tuple(_build(ScenarioLog, x, f"{where} log") for x in raw.pop("logs", ()))
+    herrings = tuple(_build(RedHerring, x, f"{where} red herring", tuples=("window",))
+                     for x in raw.pop("red_herrings", ()))
+    s = _build(Scenario, {**raw, "deploys": deploys, "conditions": conditions, "logs": logs,
+                          "red_herrings": herrings}, where,
+               tuples=("acceptable_services", "keywords", "involved_services",
+                       "required_remediation"))
+    _validate(s, where)
+    return s
+
+
+def _validate(s: Scenario, where: str) -> None:
+    _check(s.severity in SEVERITIES, where, f"severity must be one of {SEVERITIES}")
+    _check(s.fault_class in FAULT_CLASSES, where, f"fault_class must be one of {list(FAULT_CLASSES)}")
+    services = {s.root_cause_service, *s.acceptable_services, *s.involved_services}
+    _check(services <= set(SERVICES), where, f"unknown services {sorted(services - set(SERVICES))}")
+    for rem in s.required_remediation:
+        action, _, svc = rem.partition(":")
+        _check(action in _REMEDIATIONS and svc in SERVICES, where, f"bad remediation {rem!r}")
+    ids = {c.id for c in s.conditions}
+    _check(len(ids) == len(s.conditions), where, "condition ids must be unique")
+    for c in s.conditions:
+        cw = f"{where} condition {c.id}"
+        _check(c.service in SERVICES, cw, "unknown service")
+        _check(c.cause in (None, "deploy") or c.cause in ids, cw, f"unknown cause {c.cause!r}")
+        _check(all(m in METRIC_NAMES for m, _ in c.target), cw, f"target metrics: {METRIC_NAMES}")
+        _check(set(c.cleared_by) <= set(_CLEARING_ACTIONS), cw, f"cleared_by: {_CLEARING_ACTIONS}")
+        _check(not c.residual or c.cleared_by, cw, "a residual condition needs cleared_by")
+        _check(c.status_floor in (None, "degraded", "down"), cw, "status_floor: degraded or down")
+        _check(all(t.level in LOG_LEVELS for t in c.logs), cw, f"log levels: {LOG_LEVELS}")
+        if c.cause == "deploy":
+            specs = s.deploy_specs(c.service)
+            _check(bool(specs) and specs[-1].bad, cw, "cause 'deploy' needs a bad latest deploy")
+    for svc, specs in s.deploys:
+        _check(svc in SERVICES, where, f"deploys of unknown service {svc!r}")
+        _check([d.ago for d in specs] == sorted((d.ago for d in specs), reverse=True), where,
+               f"deploys of {svc} must be oldest first")
+        for d in specs:
+            _check(d.sha is None or bool(_SHA.match(d.sha)), where, f"sha {d.sha!r} is not 7-hex")
+            _check(not d.bad or d.sha == s.bad_commit, where, "a bad deploy must carry bad_commit")
+    for log in s.logs:
+        _check(log.service in SERVICES and log.level in LOG_LEVELS, where, f"bad log {log}")
+    for h in s.red_herrings:
+        _check(h.service in SERVICES and h.level in LOG_LEVELS, where, f"bad red herring {h}")
+
+
+def _load_all() -> dict[str, Scenario]:
+    found = []
+    for path in sorted(DATA_DIR.glob("*.json")):
+        with path.open(encoding="utf-8") as fh:
+            scenario = _parse(json.load(fh), path.name)
+        _check(scenario.name == path.stem, path.name, "name must match the file name")
+        found.append(scenario)
+    found.sort(key=lambda sc: (sc.order, sc.name))
+    return {sc.name: sc for sc in found}
+
+
+SCENARIOS: dict[str, Scenario] = _load_all()
+
+#: Task names in the reference's registry order.
+TASKS: tuple[str, ...] = tuple(SCENARIOS)
+
+
+def get_scenario(name: str) -> Scenario:
+    """The Scenario called ``name``; ValueError listing TASKS for an unknown name."""
+    try:
+        return SCENARIOS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown task {name!r}; valid tasks: {list(TASKS)}") from None

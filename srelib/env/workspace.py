@@ -1,0 +1,309 @@
+"""The phase-2 workspace: read-only actions over a Repo's in-memory tree.
+
+Nothing here touches the filesystem: paths are looked up in ``Repo.tree`` after a strict check
+(plain ASCII names, no ``..``, hidden or absolute paths, no backslashes, NUL or control
+characters, bounded length), so neither the hidden tests nor the reference fixes, which are not
+in the tree, can be reached. Every result comes in a deterministic order, with size caps and a
+``truncated`` flag. :meth:`Workspace.execute` never raises: bad input gets an error result.
+``propose_patch`` and ``declare_no_change`` are only checked and acknowledged.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import time
+from typing import Any
+
+from srelib.env.actions import PHASE2_ACTIONS, ActionType
+from srelib.env.repos import Repo
+
+try:
+    from re import _parser as _regex_parser  # Python >= 3.11
+except ImportError:  # Python 3.10
+    import sre_parse as _regex_parser
+
+MAX_PATH_CHARS = 200
+MAX_PATH_DEPTH = 12
+MAX_LIST_ENTRIES = 200
+MAX_READ_CHARS = 64 * 1024
+MAX_QUERY_CHARS = 200
+MAX_HIT_CHARS = 200
+MAX_DIFF_CHARS = 64 * 1024
+REGEX_LINE_CHARS = 240  # regexes only see this much of each line
+REGEX_UNBOUNDED_REPEATS = 2
+SEARCH_BUDGET_S = 0.25
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
+_GLOB = re.compile(r"[A-Za-z0-9_.\-/*?\[\]!]{1,100}")
+_SHA = re.compile(r"[0-9a-f]{4,40}")
+
+Result = tuple[bool, dict, str]
+
+
+def check_path(raw: object) -> tuple[str | None, str | None]:
+    """Normalise an agent-supplied repository path: ``(path, None)`` or ``(None, reason)``.
+
+    The root is ``"."``; ``./`` prefixes and repeated slashes are folded. Anything that could
+    point outside the tree, or that is not a plain ASCII name, is refused.
+    """
+    if raw is None or raw == "":
+        return ".", None
+    if not isinstance(raw, str):
+        return None, f"path must be a string, got {type(raw).__name__}"
+    if len(raw) > MAX_PATH_CHARS:
+        return None, f"path is longer than {MAX_PATH_CHARS} characters"
+    if not raw.isascii() or not raw.isprintable():
+        return None, "path must be printable ASCII (no control, bidi or other unicode characters)"
+    if "\\" in raw:
+        return None, "path must use '/' separators, not backslashes"
+    if raw.startswith(("/", "~")):
+        return None, "path must be relative to the repository root"
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if len(parts) > MAX_PATH_DEPTH:
+        return None, f"path is deeper than {MAX_PATH_DEPTH} levels"
+    for part in parts:
+        if part == "..":
+            return None, "path must not contain '..'"
+        if not _NAME.fullmatch(part):
+            return None, (f"illegal path component {part!r} "
+                          "(letters, digits, '_', '-', '.' only; no hidden names)")
+    return "/".join(parts) or ".", None
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why a regex may backtrack catastrophically (None if it is safe to run)."""
+    try:
+        parsed = _regex_parser.parse(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        return f"invalid regex: {exc}"
+    unbounded = 0
+
+    def walk(items, inside_repeat: bool) -> str | None:
+        nonlocal unbounded
+        for op, arg in items:
+            name = str(op)
+            if name in ("GROUPREF", "GROUPREF_EXISTS"):
+                return "backreferences are not supported"
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                if inside_repeat:
+                    return "nested repetition (e.g. (a+)+) is not supported"
+                if arg[1] > 50:
+                    unbounded += 1
+                problem = walk(arg[2], True)
+            elif name == "BRANCH":
+                if inside_repeat:
+                    return "alternation inside a repetition (e.g. (a|b)*) is not supported"
+                problem = next((p for b in arg[1] if (p := walk(b, inside_repeat))), None)
+            elif name == "SUBPATTERN":
+                problem = walk(arg[-1], inside_repeat)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                problem = walk(arg[1], True)
+            elif name == "ATOMIC_GROUP":
+                problem = walk(arg, inside_repeat)
+            else:
+                problem = None
+            if problem:
+                return problem
+        return None
+
+    problem = walk(parsed, False)
+    if problem is None and unbounded > REGEX_UNBOUNDED_REPEATS:
+        problem = f"at most {REGEX_UNBOUNDED_REPEATS} unbounded repetitions (*, +, {{n,}}) per regex"
+    return problem
+
+
+def _int_param(params: dict, key: str, default: int | None, low: int, high: int):
+    value = params.get(key)
+    if value is None:
+        value = default
+    if value is None:
+        return None, None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return None, f"{key} must be an integer from {low} to {high}"
+    return value, None
+
+
+def _error(message: str) -> Result:
+    return False, {"error": message}, message
+
+
+class Workspace:
+    """Phase-2 read-only actions over one repository."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._dirs = {"."} | {
+            "/".join(p.split("/")[:i]) for p in repo.tree for i in range(1, p.count("/") + 1)
+        }
+        self._handlers = {
+            ActionType.LIST_DIR.value: self.list_dir,
+            ActionType.READ_FILE.value: self.read_file,
+            ActionType.SEARCH_CODE.value: self.search_code,
+            ActionType.GET_GIT_LOG.value: self.get_git_log,
+            ActionType.GET_FILE_DIFF.value: self.get_file_diff,
+            ActionType.PROPOSE_PATCH.value: self.propose_patch,
+            ActionType.DECLARE_NO_CHANGE.value: self.declare_no_change,
+        }
+
+    def execute(self, action_type: str, params: Any) -> Result:
+        """Run one phase-2 action: ``(ok, result, message)``; never raises.
+
+        The terminal actions are only checked and acknowledged here; the environment ends the
+        episode and the grader judges the patch.
+        """
+        handler = self._handlers.get(action_type) if isinstance(action_type, str) else None
+        if handler is None:
+            valid = [a.value for a in PHASE2_ACTIONS]
+            return _error(f"{action_type!r} is not a workspace action; valid: {valid}")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return _error(f"parameters must be a dict, got {type(params).__name__}")
+        try:
+            return handler(params)
+        except Exception as exc:  # agent input never raises; report instead
+            return _error(f"{action_type} failed: {type(exc).__name__}: {exc}")
+
+    def propose_patch(self, params: dict) -> Result:
+        diff = params.get("diff")
+        if not isinstance(diff, str):
+            return _error("diff must be a string holding a unified diff")
+        return True, {"accepted": True, "patch_bytes": len(diff.encode())}, "Patch received"
+
+    def declare_no_change(self, params: dict) -> Result:
+        reason = params.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            return _error("reason must be a string")
+        return True, {"accepted": True, "reason": reason or ""}, "No-change declaration received"
+
+    def _file(self, params: dict) -> tuple[str | None, str | None]:
+        path, problem = check_path(params.get("path"))
+        if problem:
+            return None, problem
+        if path not in self.repo.tree:
+            kind = "a directory" if path in self._dirs else "not found"
+            return None, f"{path}: {kind}; use list_dir to see the files"
+        return path, None
+
+    def list_dir(self, params: dict) -> Result:
+        path, problem = check_path(params.get("path", "."))
+        if problem:
+            return _error(problem)
+        if path not in self._dirs:
+            return _error(f"{path}: not a directory" if path in self.repo.tree else f"{path}: not found")
+        prefix = "" if path == "." else path + "/"
+        entries: dict[str, dict] = {}
+        for file, text in self.repo.tree.items():
+            if file.startswith(prefix):
+                name, sep, _ = file[len(prefix):].partition("/")
+                entries[name] = ({"name": name, "type": "dir", "size": None} if sep else
+                                 {"name": name, "type": "file", "size": len(text.encode())})
+        listed = [entries[n] for n in sorted(entries)]
+        result = {"path": path, "entries": listed[:MAX_LIST_ENTRIES], "count": len(listed),
+                  "truncated": len(listed) > MAX_LIST_ENTRIES}
+        return True, result, f"Listed {len(listed)} entries in {path}"
+
+    def read_file(self, params: dict) -> Result:
+        path, problem = self._file(params)
+        if problem:
+            return _error(problem)
+        lines = self.repo.tree[path].splitlines(keepends=True)
+        start, problem = _int_param(params, "start_line", 1, 1, 10**6)
+        end, problem2 = _int_param(params, "end_line", len(lines) or 1, 1, 10**6)
+        if problem or problem2:
+            return _error(problem or problem2)
+        if lines and start > len(lines):
+            return _error(f"start_line {start} is past the end of {path} ({len(lines)} lines)")
+        if end < start:
+            return _error(f"end_line {end} is before start_line {start}")
+        end = min(end, len(lines))
+        content = "".join(lines[start - 1:end])
+        truncated = len(content) > MAX_READ_CHARS
+        result = {"path": path, "content": content[:MAX_READ_CHARS], "start_line": start,
+                  "end_line": end, "total_lines": len(lines), "truncated": truncated}
+        return True, result, f"Read {path} lines {start}-{end} of {len(lines)}"
+
+    def search_code(self, params: dict) -> Result:
+        query, use_regex = params.get("query"), params.get("regex")
+        use_regex = False if use_regex is None else use_regex
+        glob = params.get("path_glob", "*") or "*"
+        if not isinstance(query, str) or not query or len(query) > MAX_QUERY_CHARS or "\x00" in query:
+            return _error(f"query must be a non-empty string of at most {MAX_QUERY_CHARS} characters")
+        if not isinstance(use_regex, bool):
+            return _error("regex must be true or false")
+        if not isinstance(glob, str) or not _GLOB.fullmatch(glob) or ".." in glob or glob.startswith("/"):
+            return _error("path_glob must be a short relative glob (letters, digits, '_-./*?[]!'; no '..')")
+        max_hits, problem = _int_param(params, "max_hits", 50, 1, 100)
+        if problem:
+            return _error(problem)
+        if use_regex:
+            problem = _regex_problem(query)
+            if problem:
+                return _error(problem)
+            pattern = re.compile(query)
+
+            def matches(line: str) -> bool:
+                return pattern.search(line[:REGEX_LINE_CHARS]) is not None
+        else:
+            def matches(line: str) -> bool:
+                return query in line
+        hits, truncated, deadline = [], False, time.perf_counter() + SEARCH_BUDGET_S
+        paths = [p for p in sorted(self.repo.tree)
+                 if fnmatch.fnmatchcase(p, glob) or fnmatch.fnmatchcase(p.rsplit("/", 1)[-1], glob)]
+        for path in paths:
+            for number, line in enumerate(self.repo.tree[path].splitlines(), 1):
+                if matches(line):
+                    if len(hits) == max_hits:
+                        truncated = True
+                        break
+                    hits.append({"path": path, "line": number, "text": line.strip()[:MAX_HIT_CHARS]})
+                if time.perf_counter() > deadline:
+                    truncated = True
+                    break
+            if truncated:
+                break
+        result = {"query": query, "regex": use_regex, "path_glob": glob, "hits": hits,
+                  "count": len(hits), "truncated": truncated}
+        return True, result, f"Found {len(hits)} hit(s) for {query!r}"
+
+    def get_git_log(self, params: dict) -> Result:
+        path, problem = check_path(params.get("path"))
+        n, problem2 = _int_param(params, "n_commits", 10, 1, 50)
+        if problem or problem2:
+            return _error(problem or problem2)
+        selected = [c for c in self.repo.commits if path == "." or any(
+            f == path or f.startswith(path + "/") for f in c.files)]
+        commits = [{"sha": c.sha, "author": c.author, "date": c.date, "message": c.message,
+                    "files": list(c.files)} for c in selected[:n]]
+        result = {"path": path, "commits": commits, "count": len(commits),
+                  "truncated": len(selected) > n}
+        return True, result, f"Returned {len(commits)} commit(s)"
+
+    def get_file_diff(self, params: dict) -> Result:
+        raw = params.get("commit_sha")
+        if not isinstance(raw, str) or not _SHA.fullmatch(raw.strip().lower()):
+            return _error("commit_sha must be 4 to 40 hex digits (a unique prefix of a commit's sha)")
+        commit = self.repo.commit(raw.strip().lower())
+        if commit is None:
+            return _error(f"no single commit matches {raw!r}; use get_git_log to list the shas")
+        path = None
+        if params.get("path") not in (None, "", "."):
+            path, problem = check_path(params["path"])
+            if problem:
+                return _error(problem)
+            if path not in commit.files:
+                return _error(f"commit {commit.sha} does not touch {path}; it touches {list(commit.files)}")
+        diff = commit.diff if path is None else _file_section(commit.diff, path)
+        result = {"commit_sha": commit.sha, "path": path, "files": list(commit.files),
+                  "diff": diff[:MAX_DIFF_CHARS], "truncated": len(diff) > MAX_DIFF_CHARS}
+        return True, result, f"Diff of {commit.sha} ({len(diff)} chars)"
+
+
+def _file_section(diff: str, path: str) -> str:
+    """The part of a git-style diff that belongs to ``path``."""
+    header = f"diff --git a/{path} b/{path}\n"
+    start = diff.find(header)
+    if start < 0:
+        return ""
+    end = diff.find("diff --git ", start + len(header))
+    return diff[start:] if end < 0 else diff[start:end]

@@ -1,0 +1,42 @@
+"""Policies: scripted baselines, a heuristic SRE, revert, the reference, and chat policies.
+
+Names load lazily, so importing the package pulls in neither ``openai`` nor ``transformers``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Policy": "srelib.policies.base",
+    "CompositePolicy": "srelib.policies.base",
+    "ChatPolicyBase": "srelib.policies.base",
+    "call_reset": "srelib.policies.base",
+    "make_action": "srelib.policies.base",
+    "NullPhase1Policy": "srelib.policies.baselines",
+    "RandomPhase2Policy": "srelib.policies.baselines",
+    "OracleP1ThenRandomP2Policy": "srelib.policies.baselines",
+    "HeuristicPhase1Policy": "srelib.policies.heuristic",
+    "RevertPhase2Policy": "srelib.policies.revert",
+    "ReferencePolicy": "srelib.policies.reference",
+    "OpenAIChatPolicy": "srelib.policies.openai_chat",
+    "HFTransformersChatPolicy": "srelib.policies.hf_chat",
+    "SYSTEM_PROMPT": "srelib.policies.prompts",
+    "render_observation": "srelib.policies.prompts",
+    "Transcript": "srelib.policies.prompts",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'srelib.policies' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,226 @@
+"""The Policy protocol, composition, and the machinery the chat policies share.
+
+A policy is any callable ``(observation, phase, task_name) -> action dict`` (the seed's
+protocol). srelib's own policies also expose ``name`` and ``reset(seed=None, task_name=None)``;
+those that serve many episodes at once offer ``act_batch(items)``, where each item is
+``(observation, phase, task_name)`` or ``(observation, phase, task_name, lane)``: ``lane`` names
+the episode (any hashable; without it an item's position in the batch is its lane).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Dict, Hashable, Protocol, Sequence
+
+from srelib.parse import give_up_action, parse_action, parse_error_action
+from srelib.policies.prompts import SYSTEM_PROMPT, Transcript
+
+
+class Policy(Protocol):
+    """Anything that maps an observation to an action dict."""
+
+    def __call__(self, observation: Dict[str, Any], phase: int, task_name: str) -> Dict[str, Any]:
+        ...
+
+
+def make_action(action_type: Any, target_service: str | None = None, **parameters: Any) -> dict:
+    """An action dict in the contract's shape (``action_type`` may be an ActionType)."""
+    return {"action_type": getattr(action_type, "value", action_type),
+            "target_service": target_service, "parameters": parameters}
+
+
+def policy_name(policy: Any) -> str:
+    return getattr(policy, "name", None) or type(policy).__name__
+
+
+def call_reset(policy: Any, seed: int | None = None, task_name: str | None = None) -> None:
+    """Reset ``policy`` for a new episode in the first way its ``reset`` accepts.
+
+    ``reset(seed=, task_name=)``, then ``reset(seed=)``, ``reset(task_name)`` (the seed's chat
+    policies) and ``reset()`` (the seed's scripted ones), chosen from the signature so that a
+    TypeError raised inside ``reset`` is never mistaken for a refusal.
+    """
+    reset = getattr(policy, "reset", None)
+    if not callable(reset):
+        return
+    try:
+        params = inspect.signature(reset).parameters
+    except (TypeError, ValueError):
+        reset()
+        return
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if takes_kwargs or {"seed", "task_name"} <= set(params):
+        reset(seed=seed, task_name=task_name)
+    elif "seed" in params:
+        reset(seed=seed)
+    elif "task_name" in params:
+        reset(task_name=task_name)
+    else:
+        reset()
+
+
+def split_item(item: Sequence, position: int) -> tuple[dict, int, str, Hashable]:
+    """``(observation, phase, task_name[, lane])`` -> the four parts (lane defaults to position)."""
+    if len(item) not in (3, 4):
+        raise ValueError("act_batch items are (observation, phase, task_name) or "
+                         f"(observation, phase, task_name, lane); got {len(item)} parts")
+    observation, phase, task_name = item[:3]
+    return observation, phase, task_name, item[3] if len(item) == 4 else position
+
+
+class CompositePolicy:
+    """``phase1`` acts in phase 1, ``phase2`` in phase 2; reset goes to both.
+
+    ``act_batch`` (and ``reset_batch``) exist only when both parts offer them.
+    """
+
+    def __init__(self, phase1: Callable, phase2: Callable, name: str | None = None):
+        self.phase1, self.phase2 = phase1, phase2
+        self.name = name or f"{policy_name(phase1)}+{policy_name(phase2)}"
+        if all(callable(getattr(p, "act_batch", None)) for p in (phase1, phase2)):
+            self.act_batch = self._act_batch
+        if all(callable(getattr(p, "reset_batch", None)) for p in (phase1, phase2)):
+            self.reset_batch = self._reset_batch
+
+    def __repr__(self) -> str:
+        return f"CompositePolicy({self.phase1!r}, {self.phase2!r})"
+
+    def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
+        call_reset(self.phase1, seed, task_name)
+        call_reset(self.phase2, seed, task_name)
+
+    def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
+        return (self.phase1 if phase == 1 else self.phase2)(observation, phase, task_name)
+
+    @property
+    def usage(self) -> list[dict] | None:
+        """The parts' call records merged in time order (present if a part records usage)."""
+        records = [u for p in (self.phase1, self.phase2)
+                   for u in (getattr(p, "usage", None) or [])]
+        if not any(isinstance(getattr(p, "usage", None), list) for p in (self.phase1, self.phase2)):
+            return None
+        return sorted(records, key=lambda u: u.get("t", 0.0))
+
+    def _act_batch(self, items: Sequence[Sequence]) -> list[dict]:
+        actions: list[dict | None] = [None] * len(items)
+        parts = [split_item(item, i) for i, item in enumerate(items)]
+        for part, in_phase1 in ((self.phase1, True), (self.phase2, False)):
+            picked = [i for i, (_, phase, _, _) in enumerate(parts) if (phase == 1) == in_phase1]
+            if picked:
+                for i, action in zip(picked, part.act_batch([parts[i] for i in picked])):
+                    actions[i] = action
+        return actions  # type: ignore[return-value]
+
+    def _reset_batch(self, episodes: Sequence) -> None:
+        self.phase1.reset_batch(episodes)
+        self.phase2.reset_batch(episodes)
+
+
+class _Lane:
+    """One episode's conversation and its run of consecutive parse failures."""
+
+    def __init__(self, transcript: Transcript, task_name: str):
+        self.transcript, self.task_name = transcript, task_name
+        self.consecutive_failures = 0
+        self.last_step = -1
+
+
+class ChatPolicyBase(ABC):
+    """Turns observations into chat prompts and replies into actions, for many episodes.
+
+    Subclasses implement ``_complete(conversations) -> list[str | BaseException]``: one reply
+    (or the error that prevented it) per conversation. A reply that cannot be parsed becomes
+    the PARSE_ERROR action, whose explanation the model reads next turn; after
+    ``max_failures`` consecutive failures the policy sends GIVE_UP, ending the episode cleanly.
+    ``parse_failures`` counts every failure since the last reset; ``usage`` has one record per
+    model call (tokens, latency) for the runner.
+    """
+
+    name = "chat"
+
+    def __init__(self, *, max_history: int = 8, max_failures: int = 3,
+                 obs_chars: int = 6000, max_prompt_chars: int = 32000,
+                 system_prompt: str = SYSTEM_PROMPT):
+        if max_failures < 1:
+            raise ValueError(f"max_failures must be >= 1, got {max_failures}")
+        self.max_history, self.max_failures = int(max_history), int(max_failures)
+        self.obs_chars, self.max_prompt_chars = int(obs_chars), int(max_prompt_chars)
+        self.system_prompt = system_prompt
+        self.usage: list[dict] = []
+        self.parse_failures = 0
+        self.seed: int | None = None
+        self._lanes: dict[Hashable, _Lane] = {}
+
+    def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
+        """Forget every episode's conversation; ``reset("task")`` (the seed's form) works too."""
+        if isinstance(seed, str):
+            seed, task_name = None, seed
+        self.seed = seed
+        self.parse_failures = 0
+        self._lanes.clear()
+
+    def reset_batch(self, episodes: Sequence) -> None:
+        """Start a lockstep group: ``episodes`` is ``[(seed, task_name), ...]``."""
+        self.reset(episodes[0][0] if episodes else None)
+
+    def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
+        return self.act_batch([(observation, phase, task_name, None)])[0]
+
+    def conversation(self, lane: Hashable = None) -> list[dict]:
+        """The messages the model would see now in ``lane`` (None: the single-episode lane)."""
+        found = self._lanes.get(lane)
+        return found.transcript.messages() if found else []
+
+    def act_batch(self, items: Sequence[Sequence]) -> list[dict]:
+        lanes, conversations = [], []
+        for position, item in enumerate(items):
+            observation, _, task_name, key = split_item(item, position)
+            lane = self._lane(key, observation, task_name)
+            lane.transcript.add_observation(observation)
+            lanes.append((lane, observation))
+            conversations.append(lane.transcript.messages())
+        replies = self._complete(conversations)
+        return [self._decide(lane, observation, reply)
+                for (lane, observation), reply in zip(lanes, replies)]
+
+    def _lane(self, key: Hashable, observation: dict, task_name: str) -> _Lane:
+        step = int(observation.get("steps_taken") or 0)
+        lane = self._lanes.get(key)
+        if lane is None or lane.task_name != task_name or step < lane.last_step:
+            lane = _Lane(Transcript(self.system_prompt, self.obs_chars, self.max_history,
+                                    self.max_prompt_chars), task_name)
+            self._lanes[key] = lane
+        lane.last_step = step
+        return lane
+
+    def _decide(self, lane: _Lane, observation: dict, reply: str | BaseException) -> dict:
+        if isinstance(reply, BaseException):
+            reason = f"the model call failed: {self._describe_error(reply)}"
+        else:
+            lane.transcript.add_reply(reply)
+            result = parse_action(reply, observation.get("valid_actions"))
+            if result.action is not None:
+                lane.consecutive_failures = 0
+                return result.action
+            reason = result.error or "unreadable reply"
+        lane.consecutive_failures += 1
+        self.parse_failures += 1
+        if lane.consecutive_failures >= self.max_failures:
+            return give_up_action(f"{lane.consecutive_failures} consecutive failures; last: {reason}")
+        return parse_error_action(reason)
+
+    def _describe_error(self, error: BaseException) -> str:
+        return f"{type(error).__name__}: {error}"
+
+    def _record(self, prompt_tokens: int | None, completion_tokens: int | None,
+                latency_s: float, **extra: Any) -> None:
+        total = (prompt_tokens or 0) + (completion_tokens or 0)
+        self.usage.append({"t": time.monotonic(), "prompt_tokens": prompt_tokens,
+                           "completion_tokens": completion_tokens, "total_tokens": total,
+                           "latency_s": round(latency_s, 6), **extra})
+
+    @abstractmethod
+    def _complete(self, conversations: list[list[dict]]) -> list[str | BaseException]:
+        """One reply per conversation, or the exception that prevented it."""

@@ -1,0 +1,75 @@
+"""ReferencePolicy: the answer key played as an episode (the validity gate's upper bound).
+
+It knows the scenario. Phase 1: ``view_alerts``, the culprit's deploy history, the required
+remediation, a correct ``declare_root_cause``, then a transition with the oracle belief.
+Phase 2: read the file the fix changes (for a no-change task, the latest commit's first file)
+and propose the reference fix, or declare that no change is needed. Each phase stays within the
+scenario's expected steps. Needs only ``srelib.env``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from srelib.env.actions import ActionType
+from srelib.env.pools import oracle_belief
+from srelib.env.repos import load_repo
+from srelib.env.scenarios import get_scenario
+
+
+def _act(action_type: ActionType, target: str | None = None, **params) -> dict:
+    return {"action_type": action_type.value, "target_service": target, "parameters": params}
+
+
+def phase1_plan(task_name: str) -> list[dict]:
+    """The reference's phase-1 actions for a task, in order."""
+    s = get_scenario(task_name)
+    plan = [_act(ActionType.VIEW_ALERTS),
+            _act(ActionType.CHECK_DEPLOY_HISTORY, s.root_cause_service)]
+    for remedy in s.required_remediation:
+        kind, target = remedy.split(":", 1)
+        plan.append(_act(ActionType(kind), target))
+    plan.append(_act(ActionType.DECLARE_ROOT_CAUSE, root_cause=s.correct_root_cause,
+                     service=s.root_cause_service, fault_class=s.fault_class))
+    plan.append(_act(ActionType.TRANSITION_TO_PHASE2, belief=asdict(oracle_belief(s))))
+    return plan
+
+
+def phase2_plan(task_name: str) -> list[dict]:
+    """The reference's phase-2 actions for a task: read the culprit file, then end."""
+    s = get_scenario(task_name)
+    repo = load_repo(s.repo)
+    fixed = repo.fixed_tree(task_name)
+    if fixed is None:
+        culprit = repo.commits[0].files[0]
+        ending = _act(ActionType.DECLARE_NO_CHANGE,
+                      reason="the reported behaviour is intended; no code change is needed")
+    else:
+        culprit = next(p for p in sorted(fixed) if fixed[p] != repo.tree.get(p))
+        ending = _act(ActionType.PROPOSE_PATCH, diff=repo.fix_diff(task_name))
+    return [_act(ActionType.READ_FILE, path=culprit), ending]
+
+
+class ReferencePolicy:
+    """Plays the known answer; see the module docstring."""
+
+    name = "reference"
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
+        self._task: str | None = task_name
+        self._taken = {1: 0, 2: 0}
+
+    def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
+        if task_name != self._task:
+            self.reset(task_name=task_name)
+        phase = 1 if phase == 1 else 2
+        plan = phase1_plan(task_name) if phase == 1 else phase2_plan(task_name)
+        valid = observation.get("valid_actions") or []
+        if phase == 1 and valid and ActionType.TRANSITION_TO_PHASE2.value not in valid:
+            plan = plan[:-1]  # p1_only: the declaration is the last word
+        step = min(self._taken[phase], len(plan) - 1)
+        self._taken[phase] += 1
+        return plan[step]

@@ -1,0 +1,148 @@
+"""Test support: a tiny, offline, Gemma-architecture chat model.
+
+``tiny_chat_model(path)`` builds a causal LM of about 100k parameters and a BPE tokenizer
+trained on a small built-in corpus, with a Gemma-style chat template (which, like Gemma's,
+rejects a system role). A short training run makes it answer a chat turn with JSON-like action
+text, some of it valid and some broken, so episodes driven by it exercise the parser's good and
+bad paths. Building takes seconds and the saved folder is under 1 MB. Tests and the CI runs of
+the notebooks use it; it needs nothing from the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+#: Gemma's turn markers; the template below formats turns the way Gemma's does.
+START_OF_TURN = "<start_of_turn>"
+END_OF_TURN = "<end_of_turn>"
+SPECIAL_TOKENS = ("<pad>", "<eos>", "<bos>", "<unk>", START_OF_TURN, END_OF_TURN)
+
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}"
+    "{% endif %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "{{ '" + START_OF_TURN + "' + role + '\\n' + (message['content'] | trim) + '"
+    + END_OF_TURN + "\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '" + START_OF_TURN + "model\\n' }}{% endif %}"
+)
+
+_REPLIES = (
+    {"action_type": "view_alerts", "target_service": None, "parameters": {}},
+    {"action_type": "check_metrics", "target_service": "orders", "parameters": {}},
+    {"action_type": "query_logs", "target_service": "auth", "parameters": {"limit": 15}},
+    {"action_type": "list_dir", "target_service": None, "parameters": {"path": "."}},
+    {"action_type": "get_git_log", "target_service": None, "parameters": {"n_commits": 5}},
+)
+
+_PROSE = (
+    "Incident: orders is degraded and api_gateway returns errors after a deploy.",
+    "Observation: memory grows, error rate rises, p99 latency exceeds the threshold.",
+    "Valid actions: view_alerts, query_logs:orders, check_metrics:payment, rollback_deploy:queue.",
+    "Phase 2: read_file, search_code, list_dir, get_git_log, get_file_diff, propose_patch.",
+    "Reply with one JSON object with action_type, target_service and parameters.",
+    "The belief has suspected_service, suspected_fault_class, service_confidence and reasoning.",
+)
+
+
+def _corpus() -> list[str]:
+    """Text the tokenizer is trained on: prose about incidents plus JSON action replies."""
+    replies = [json.dumps(r) for r in _REPLIES]
+    return list(_PROSE) * 4 + replies * 8
+
+
+def _train_tokenizer(vocab_size: int):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(_corpus(), trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
+        additional_special_tokens=[START_OF_TURN, END_OF_TURN],
+        chat_template=CHAT_TEMPLATE,
+        padding_side="left",
+    )
+
+
+def _build_model(tokenizer, train_steps: int):
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+        max_position_embeddings=4096, sliding_window=512,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=[tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(END_OF_TURN)],
+        tie_word_embeddings=True,
+    )
+    model = Gemma3ForCausalLM(config)
+    _teach_replies(model, tokenizer, train_steps)
+    model.generation_config.eos_token_id = config.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.do_sample = False
+    return model.eval()
+
+
+def _teach_replies(model, tokenizer, steps: int) -> None:
+    """A few optimiser steps on the model turns only, so that a JSON action follows a prompt."""
+    import torch
+
+    rows, targets = [], []
+    for prose, reply in zip(_PROSE, _REPLIES):
+        prompt = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prose}], add_generation_prompt=True,
+            return_dict=True)["input_ids"]
+        answer = tokenizer.encode(json.dumps(reply) + END_OF_TURN, add_special_tokens=False)
+        rows.append(prompt + answer)
+        targets.append([-100] * len(prompt) + answer)
+    width = max(map(len, rows))
+    pad = tokenizer.pad_token_id
+    input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+    labels = torch.tensor([t + [-100] * (width - len(t)) for t in targets])
+    attention_mask = (labels != -100) | (torch.arange(width) < torch.tensor(
+        [len(r) for r in rows])[:, None])
+    optimiser = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    model.train()
+    for _ in range(steps):
+        loss = model(input_ids=input_ids, attention_mask=attention_mask.long(), labels=labels).loss
+        loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+
+
+def tiny_chat_model(path: str | os.PathLike, *, train_steps: int = 150,
+                    vocab_size: int = 600) -> str:
+    """Build (once per path) a tiny Gemma3 chat model and tokenizer under ``path``; return it.
+
+    The folder loads with ``AutoModelForCausalLM`` / ``AutoTokenizer`` and serves with
+    ``transformers serve``. A folder that already holds a built model is reused as is.
+    """
+    target = Path(path)
+    if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
+        return str(target)
+    tokenizer = _train_tokenizer(vocab_size)
+    model = _build_model(tokenizer, train_steps)
+    target.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(target)
+    model.save_pretrained(target)
+    return str(target)

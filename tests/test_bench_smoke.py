@@ -1,0 +1,117 @@
+"""The benchmark scripts run end to end at tiny sizes, in real subprocesses, and report rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+sys.path.insert(0, str(BENCH))
+
+import bench_env  # noqa: E402
+import bench_grading  # noqa: E402
+from common import load_seed_policies  # noqa: E402
+
+
+def run_bench(tmp_path, script: str, *args: str) -> dict[str, dict]:
+    out = tmp_path / f"{script}.json"
+    done = subprocess.run([sys.executable, str(BENCH / script), *args, "--json", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "| bench | metric |" in done.stdout
+    return {row["metric"]: row for row in json.loads(out.read_text())}
+
+
+def test_import_bench_finds_no_heavy_module(tmp_path):
+    rows = run_bench(tmp_path, "bench_import.py", "--repeats", "2")
+    assert rows["heavy modules loaded"]["value"] == "none"
+    assert 0 < rows["import srelib median"]["value"] < 5
+
+
+def test_grading_bench_times_misses_and_cheaper_memo_hits(tmp_path):
+    rows = run_bench(tmp_path, "bench_grading.py", "--patches", "2", "--hits", "20")
+    miss = rows["unique patch (miss) median"]["value"]
+    hit = rows["memoised hit median"]["value"]
+    assert 0 < hit < miss
+
+
+def test_unique_patches_differ_but_grade_as_the_fix():
+    from srelib.env.patching import grade_patch
+
+    task, repo, fix = bench_grading.fixable_tasks()[0]
+    first, second = (bench_grading.unique_patch(fix, tag) for tag in ("smoke_a", "smoke_b"))
+    assert first != second and first.startswith(fix)
+    for diff in (first, second):
+        result = grade_patch(repo, task, diff)
+        assert result["patch_applied"] and result["resolved"] == "full"
+
+
+def test_env_bench_reports_episode_and_step_rates(tmp_path):
+    rows = run_bench(tmp_path, "bench_env.py", "--seeds", "1", "--repeats", "1")
+    episodes = rows["srelib episodes/s"]["value"]
+    assert episodes > 0 and rows["srelib steps/s"]["value"] >= episodes
+    assert "srelib / reference episodes/s" not in rows  # no reference given, no ratio
+
+
+def test_reference_path_must_hold_the_package(tmp_path):
+    with pytest.raises(ValueError, match="incident_env"):
+        bench_env.reference_root(tmp_path)
+    (tmp_path / "incident_env").mkdir()
+    assert bench_env.reference_root(tmp_path) == tmp_path.resolve()
+    assert bench_env.reference_root(tmp_path / "incident_env") == tmp_path.resolve()
+
+
+def test_seed_policies_load_against_srelib():
+    seed = load_seed_policies()
+    action = seed.NullPhase1Policy()({}, 1, "memory_leak")
+    assert action["action_type"] == "transition_to_phase2"
+    assert seed.OracleP1ThenRandomP2Policy(seed=0)({}, 1, "memory_leak")["parameters"]["belief"][
+        "service_confidence"] == 1.0
+
+
+def test_seed_loader_rejects_a_file_without_the_seed_imports(tmp_path):
+    other = tmp_path / "policies.py"
+    other.write_text("import os\n")
+    with pytest.raises(ValueError, match="seed's imports"):
+        load_seed_policies(other)
+
+
+def test_memory_bench_reads_rss_before_and_after(tmp_path):
+    rows = run_bench(tmp_path, "bench_memory.py", "--episodes", "30", "--warmup", "10")
+    assert rows["RSS after 10 episodes"]["value"] > 0
+    assert rows["RSS after 30 episodes"]["value"] > 0
+
+
+def test_gpu_script_runs_tiny_on_cpu(tmp_path, tiny_model_dir):
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "gpu_gemma.py"), "--tiny", "--batch-sizes", "1", "2",
+         "--max-new-tokens", "4", "--max-steps", "2", "--model-dir", str(tiny_model_dir)],
+        cwd=REPO, capture_output=True, text=True, timeout=240,
+        env={**os.environ, "OUT": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "gpu_bench.json").read_text())
+    assert [r["batch_size"] for r in summary["results"]] == [1, 2]
+    for result in summary["results"]:
+        assert result["generated_tokens"] > 0 and result["episodes_per_min"] > 0
+
+
+def test_run_all_prints_one_table(tmp_path):
+    done = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--quick", "--only",
+                           "bench_import.py", "bench_notebooks.py"],
+                          cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("| bench | metric |") == 1
+    assert "| import | import srelib median" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    from srelib.testing import tiny_chat_model
+
+    return Path(tiny_chat_model(tmp_path_factory.mktemp("tiny") / "model"))

@@ -1,0 +1,309 @@
+"""OpenAIChatPolicy against a loopback stub server and a real ``transformers serve``.
+
+The stub is a real HTTP server (stdlib, in a thread, on 127.0.0.1) that answers with scripted
+chat-completion replies and records every request, so retries, timeouts, malformed replies and
+concurrency are exercised through the real ``openai`` client.
+"""
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import srelib
+from srelib.env.actions import GIVE_UP, PARSE_ERROR
+from srelib.policies import OpenAIChatPolicy
+from srelib.policies.prompts import SYSTEM_PROMPT
+
+SECRET = "sk-test-DO-NOT-LEAK-5f3a9c"
+
+
+def completion(content):
+    return {"id": "c1", "object": "chat.completion", "created": 0, "model": "stub",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}}
+
+
+class Stub:
+    """Scripted replies, the last one repeating: each is (status, body dict or raw str, delay_s),
+    or a function of the request (body, headers) that returns such a triple."""
+
+    def __init__(self, script):
+        self.script, self.requests = list(script), []
+        self.active = self.max_active = 0
+        self.lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with stub.lock:
+                    stub.requests.append({"body": body, "auth": self.headers.get("Authorization")})
+                    entry = stub.script.pop(0) if len(stub.script) > 1 else stub.script[0]
+                    status, reply, delay = entry(body, self.headers) if callable(entry) else entry
+                    stub.active += 1
+                    stub.max_active = max(stub.max_active, stub.active)
+                try:
+                    time.sleep(delay)
+                    data = (reply if isinstance(reply, str) else json.dumps(reply)).encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up on a delayed reply (the timeout test)
+                finally:
+                    with stub.lock:
+                        stub.active -= 1
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def policy_for(stub, **kwargs):
+    kwargs.setdefault("backoff", 0.01)
+    return OpenAIChatPolicy("stub-model", base_url=stub.url, api_key=SECRET, **kwargs)
+
+
+OBS = {"incident_title": "Checkout failures", "incident_summary": "orders failing",
+       "severity": "SEV2", "current_phase": 1, "steps_taken": 0,
+       "valid_actions": ["view_alerts", "check_metrics:orders"]}
+VIEW = completion('{"action_type": "view_alerts"}')
+
+
+def test_retries_on_429_and_500_then_succeeds():
+    script = [(429, {"error": {"message": "slow down"}}, 0), (500, {"error": {"message": "boom"}}, 0),
+              (503, "upstream unavailable", 0), (200, VIEW, 0)]
+    with Stub(script) as stub:
+        policy = policy_for(stub, max_retries=3)
+        action = policy(OBS, 1, "memory_leak")
+    assert action["action_type"] == "view_alerts"
+    assert len(stub.requests) == 4
+    assert policy.usage[-1]["attempts"] == 4
+    assert policy.usage[-1]["prompt_tokens"] == 11 and policy.usage[-1]["total_tokens"] == 16
+    assert policy.usage[-1]["latency_s"] > 0
+
+
+def test_retries_after_a_timeout():
+    with Stub([(200, VIEW, 2.0), (200, VIEW, 0)]) as stub:
+        policy = policy_for(stub, timeout=0.3, max_retries=1)
+        start = time.perf_counter()
+        action = policy(OBS, 1, "memory_leak")
+    assert action["action_type"] == "view_alerts"
+    assert len(stub.requests) == 2 and time.perf_counter() - start < 2.0
+
+
+def test_retries_are_bounded_and_client_errors_not_retried():
+    with Stub([(500, {"error": {"message": "boom"}}, 0)]) as stub:
+        policy = policy_for(stub, max_retries=2, max_failures=5, fold_system=False)
+        action = policy(OBS, 1, "memory_leak")
+    assert len(stub.requests) == 3
+    assert action["action_type"] == PARSE_ERROR
+    assert "the model call failed: InternalServerError" in action["parameters"]["reason"]
+    with Stub([(400, {"error": {"message": "bad request"}}, 0)]) as stub:
+        policy = policy_for(stub, max_retries=3, fold_system=False)
+        action = policy(OBS, 1, "memory_leak")
+    assert len(stub.requests) == 1 and "BadRequestError" in action["parameters"]["reason"]
+
+
+@pytest.mark.parametrize("reply,reason", [
+    (completion(""), "empty"),
+    (completion(None), "empty"),
+    (completion("Sure! First I would look at the alerts."), "no JSON object"),
+    ({"id": "x", "object": "chat.completion", "choices": []}, "no choices"),
+    ("this is not json at all", "model call failed"),
+])
+def test_malformed_and_empty_replies_become_parse_errors(reply, reason):
+    with Stub([(200, reply, 0)]) as stub:
+        policy = policy_for(stub, max_retries=0)
+        action = policy(OBS, 1, "memory_leak")
+    assert action["action_type"] == PARSE_ERROR
+    assert reason in action["parameters"]["reason"]
+    assert policy.parse_failures == 1
+
+
+def test_a_server_without_a_system_role_is_learnt_once():
+    def gemma_like(body, headers):  # like transformers serve with Gemma's template
+        if body["messages"][0]["role"] == "system":
+            return 500, "Internal Server Error", 0
+        return 200, VIEW, 0
+
+    with Stub([gemma_like]) as stub:
+        policy = policy_for(stub, max_retries=1)
+        assert policy(OBS, 1, "memory_leak")["action_type"] == "view_alerts"
+        assert policy.fold_system is True and len(stub.requests) == 3
+        policy({**OBS, "steps_taken": 1}, 1, "memory_leak")
+    assert len(stub.requests) == 4
+    folded = stub.requests[-1]["body"]["messages"]
+    assert folded[0]["role"] == "user" and folded[0]["content"].startswith(SYSTEM_PROMPT)
+
+
+def test_dead_endpoint_gives_feedback_then_gives_up():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    policy = OpenAIChatPolicy("m", base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET,
+                              max_retries=1, backoff=0.01, timeout=2, max_failures=2)
+    first = policy(OBS, 1, "memory_leak")
+    second = policy({**OBS, "steps_taken": 1}, 1, "memory_leak")
+    assert first["action_type"] == PARSE_ERROR
+    assert "APIConnectionError" in first["parameters"]["reason"]
+    assert second["action_type"] == GIVE_UP
+
+
+def test_parse_failures_are_explained_and_end_the_episode():
+    with Stub([(200, completion("Let me think about it first."), 0)]) as stub:
+        policy = policy_for(stub, max_failures=3)
+        env = srelib.IncidentEnv()
+        obs, info = env.reset(task="memory_leak", pool="C", seed=3)
+        policy.reset(seed=3, task_name="memory_leak")
+        done, kinds = False, []
+        while not done:
+            action = policy(obs, obs["current_phase"], "memory_leak")
+            kinds.append(action["action_type"])
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+    assert kinds == [PARSE_ERROR, PARSE_ERROR, GIVE_UP]
+    assert truncated and info["ended_by"] == "give_up"
+    assert policy.parse_failures == 3
+    # The second request carries the env's explanation of the first failure.
+    second_prompt = stub.requests[1]["body"]["messages"][-1]["content"]
+    assert "could not be parsed" in second_prompt and "no JSON object" in second_prompt
+    # The system prompt and the incident are still the first two messages.
+    messages = stub.requests[2]["body"]["messages"]
+    assert messages[0]["role"] == "system" and "propose_patch" in messages[0]["content"]
+    assert "INCIDENT" in messages[1]["content"]
+
+
+def test_act_batch_runs_calls_concurrently_even_inside_an_event_loop():
+    items = [({**OBS, "steps_taken": 0}, 1, "memory_leak", lane) for lane in range(4)]
+    with Stub([(200, VIEW, 0.4)]) as stub:
+        policy = policy_for(stub, max_concurrency=4)
+
+        async def in_notebook():  # Jupyter runs cells inside a running event loop
+            return policy.act_batch(items)
+
+        start = time.perf_counter()
+        actions = asyncio.run(in_notebook())
+        elapsed = time.perf_counter() - start
+    assert [a["action_type"] for a in actions] == ["view_alerts"] * 4
+    assert stub.max_active >= 3 and elapsed < 1.2
+    with Stub([(200, VIEW, 0.05)]) as stub:
+        policy_for(stub, max_concurrency=1).act_batch(items)
+    assert stub.max_active == 1
+
+
+def test_key_never_appears_in_output(caplog, capsys):
+    def echo_auth(status):  # a hostile server that quotes the credentials back
+        return lambda body, headers: (status, {"error": {
+            "message": f"invalid key {headers.get('Authorization')}"}}, 0)
+
+    caplog.set_level(logging.DEBUG)
+    with Stub([echo_auth(500), echo_auth(401)]) as stub:
+        policy = policy_for(stub, max_retries=2)
+        action = policy(OBS, 1, "memory_leak")
+    assert stub.requests[0]["auth"] == f"Bearer {SECRET}"  # the key really was sent
+    assert action["action_type"] == PARSE_ERROR and "***" in action["parameters"]["reason"]
+    outputs = [repr(policy), str(policy), json.dumps(action), json.dumps(policy.usage),
+               caplog.text, *capsys.readouterr()]
+    assert "retry 1 of 2" in caplog.text
+    for text in outputs:
+        assert SECRET not in text
+
+
+def test_settings_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    policy = OpenAIChatPolicy("m")
+    assert policy.base_url == "http://127.0.0.1:9/v1"
+    assert SECRET not in repr(policy)
+    with pytest.raises(ValueError, match="max_concurrency"):
+        OpenAIChatPolicy("m", max_concurrency=0)
+
+
+# ── a real OpenAI-compatible server: transformers serve of the tiny model ─────────────────
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served_tiny_model(tmp_path_factory):
+    from srelib.testing import tiny_chat_model
+
+    path = tiny_chat_model(tmp_path_factory.getbasetemp() / "tiny_chat_model")
+    port = _free_port()
+    serve = Path(sys.executable).with_name("transformers")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(serve), "serve", path, "--host", "127.0.0.1",
+                                 "--port", str(port), "--device", "cpu"],
+                                stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"transformers serve exited:\n{log.read_text()[-3000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            pytest.fail(f"transformers serve did not start:\n{log.read_text()[-3000:]}")
+        yield f"http://127.0.0.1:{port}/v1", path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_full_episodes_against_transformers_serve(served_tiny_model):
+    url, path = served_tiny_model
+    policy = OpenAIChatPolicy(path, base_url=url, api_key="unused", temperature=0,
+                              max_tokens=24, timeout=60, max_retries=1, max_failures=2)
+    env = srelib.IncidentEnv()
+    for seed in (0, 1):
+        obs, info = env.reset(task="memory_leak", pool="C", seed=seed)
+        policy.reset(seed=seed, task_name="memory_leak")
+        done, steps = False, 0
+        while not done:
+            action = policy(obs, obs["current_phase"], "memory_leak")
+            obs, _, terminated, truncated, info = env.step(action)
+            done, steps = terminated or truncated, steps + 1
+        assert "score" in info and steps >= 1
+        assert info["ended_by"] in ("give_up", "budget") or terminated
+    # The tiny model's Gemma-style template rejects the system role: the policy learnt to fold.
+    assert policy.fold_system is True
+    answered = [u for u in policy.usage if u.get("error") is None]
+    assert len(answered) >= 2 and all(u["completion_tokens"] for u in answered)
+    assert all(u.get("error") is None for u in policy.usage[2:])

@@ -1,0 +1,110 @@
+"""Episode records and the run directory store: round trips, appends, resume, killed runs."""
+
+import json
+
+import pytest
+
+from srelib.env.actions import PARSE_ERROR
+from srelib.results import (COLUMNS, EPISODES_FILE, Episode, RunStore, count_parse_failures,
+                            load_config, load_episodes, load_run)
+
+
+def _episode(seed=0, policy="heuristic", final=0.5):
+    steps = [
+        {"step": 1, "phase": 1, "minute": 4, "valid": True, "error": None, "reward": 0.01,
+         "statuses": {}, "effect": None,
+         "action": {"action_type": "view_alerts", "target_service": None, "parameters": {}}},
+        {"step": 2, "phase": 1, "minute": 4, "valid": False, "error": "unparsable", "reward": -0.02,
+         "statuses": {}, "effect": None,
+         "action": {"action_type": PARSE_ERROR, "target_service": None,
+                    "parameters": {"reason": "no JSON"}}},
+        {"step": 3, "phase": 1, "minute": 5, "valid": True, "error": None, "reward": 0.05,
+         "statuses": {}, "action": {"action_type": "transition_to_phase2", "target_service": None,
+                                    "parameters": {}},
+         "effect": {"belief": {"suspected_service": "orders"}, "bad_commit_sha": "a3f7c91"}},
+        {"step": 4, "phase": 2, "minute": 6, "valid": True, "error": None, "reward": 0.0,
+         "statuses": {}, "effect": {"diff": ""},
+         "action": {"action_type": "propose_patch", "target_service": None,
+                    "parameters": {"diff": ""}}},
+    ]
+    score = {"final": final, "diagnosis": 0.6, "mitigation": None, "repair": 0.4,
+             "efficiency": 0.5, "counted": ["diagnosis", "repair", "efficiency"],
+             "steps": {"p1": 3, "p2": 1}}
+    return Episode(policy=policy, task="memory_leak", pool="C", mode="joint", seed=seed,
+                   steps=steps, score=score, r_cross=0.1,
+                   parse_failures=count_parse_failures(steps), terminated=True, wall_s=0.01)
+
+
+def test_episode_round_trips_through_dict_and_json():
+    episode = _episode()
+    assert Episode.from_dict(episode.to_dict()) == episode
+    assert Episode.from_json(episode.to_json()) == episode
+    assert json.loads(episode.to_json())["steps"][2]["effect"]["bad_commit_sha"] == "a3f7c91"
+
+
+def test_episode_derived_fields():
+    episode = _episode()
+    assert episode.parse_failures == 1
+    assert episode.handoff == {"suspected_service": "orders"}
+    assert episode.phase_steps == (3, 1)
+    row = episode.row()
+    assert tuple(row) == COLUMNS
+    assert (row["final"], row["repair"], row["mitigation"], row["p2_steps"]) == (0.5, 0.4, None, 1)
+
+
+def test_from_dict_rejects_unknown_fields_naming_valid_ones():
+    data = {**_episode().to_dict(), "bogus": 1}
+    with pytest.raises(ValueError, match="bogus.*valid"):
+        Episode.from_dict(data)
+
+
+def test_store_appends_skips_duplicates_and_loads_sorted(tmp_path):
+    store = RunStore(tmp_path)
+    store.write_config({"seeds": [0, 1, 2]})
+    for seed in (2, 0, 1):
+        assert store.append(_episode(seed))
+    assert not store.append(_episode(1, final=0.9))
+    frame = load_run(tmp_path)
+    assert list(frame["seed"]) == [0, 1, 2]
+    assert list(frame.columns) == list(COLUMNS)
+    assert (frame["final"] == 0.5).all()
+    config = load_config(tmp_path)
+    assert config["config"] == {"seeds": [0, 1, 2]}
+    assert config["versions"]["srelib"] and config["versions"]["python"]
+    assert "git" in config
+
+
+def test_store_resume_keeps_done_and_restart_clears(tmp_path):
+    store = RunStore(tmp_path)
+    store.append(_episode(0))
+    store.append(_episode(1))
+    resumed = RunStore(tmp_path)
+    assert resumed.done == {_episode(0).key, _episode(1).key}
+    assert not resumed.append(_episode(0))
+    fresh = RunStore(tmp_path, resume=False)
+    assert fresh.done == set() and load_run(tmp_path).empty
+
+
+def test_killed_run_truncated_line_is_ignored_then_repaired(tmp_path):
+    store = RunStore(tmp_path)
+    store.append(_episode(0))
+    with (tmp_path / EPISODES_FILE).open("a") as fh:
+        fh.write(_episode(1).to_json()[:50])  # a write cut short by a kill
+    assert list(load_run(tmp_path)["seed"]) == [0]
+    resumed = RunStore(tmp_path)
+    assert resumed.append(_episode(1))
+    assert [e.seed for e in load_episodes(tmp_path)] == [0, 1]
+    lines = (tmp_path / EPISODES_FILE).read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(line) for line in lines)
+
+
+def test_corrupt_line_in_the_middle_is_an_error(tmp_path):
+    path = tmp_path / EPISODES_FILE
+    path.write_text(_episode(0).to_json() + "\nnot json\n" + _episode(1).to_json() + "\n")
+    with pytest.raises(ValueError, match=":2 is not a stored Episode"):
+        load_run(tmp_path)
+
+
+def test_load_run_on_a_plain_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="not a run directory"):
+        load_run(tmp_path)
