@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # wheel; the package itself never pins torch (Colab and Runpod bring their own).
 TEST_PINS := torch==2.13.0 transformers==5.24.0
 
-.PHONY: setup test test-fast demo lab bench clean
+.PHONY: setup test demo lab bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
@@ -20,9 +20,6 @@ setup: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/python -m pytest -q --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
-
-test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -x tests -m "not slow"
 
 demo: $(STAMP)
 	$(BIN)/python -m srelib demo --out results

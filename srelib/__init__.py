@@ -5,7 +5,7 @@ Public names are loaded lazily, so ``import srelib`` stays fast and pulls in no 
 
 from __future__ import annotations
 
-import importlib
+from srelib._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -32,14 +32,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srelib' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports("srelib", _EXPORTS, globals())

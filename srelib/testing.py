@@ -6,13 +6,24 @@ rejects a system role). A short training run makes it answer a chat turn with JS
 text, some of it valid and some broken, so episodes driven by it exercise the parser's good and
 bad paths. Building takes seconds and the saved folder is under 1 MB. Tests and the CI runs of
 the notebooks use it; it needs nothing from the network.
+
+``serve_tiny_model(path)`` puts that model behind a real OpenAI-compatible endpoint:
+``transformers serve`` on a free 127.0.0.1 port, stopped when the ``with`` block ends.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, NamedTuple
 
 #: Gemma's turn markers; the template below formats turns the way Gemma's does.
 START_OF_TURN = "<start_of_turn>"
@@ -130,19 +141,106 @@ def _teach_replies(model, tokenizer, steps: int) -> None:
         optimiser.zero_grad()
 
 
-def tiny_chat_model(path: str | os.PathLike, *, train_steps: int = 150,
+#: Chat-policy settings that keep the tiny model's prompts inside its 4096 positions (its
+#: byte-level tokenizer spends about one token per two characters of observation text).
+TINY_PROMPT_LIMITS = {"max_history": 1, "obs_chars": 1000}
+
+
+def default_model_dir() -> Path:
+    """Where :func:`tiny_chat_model` builds by default: one folder per machine, reused."""
+    return Path(tempfile.gettempdir()) / "srelib-tiny-chat-model"
+
+
+def tiny_chat_model(path: str | os.PathLike | None = None, *, train_steps: int = 150,
                     vocab_size: int = 600) -> str:
     """Build (once per path) a tiny Gemma3 chat model and tokenizer under ``path``; return it.
 
     The folder loads with ``AutoModelForCausalLM`` / ``AutoTokenizer`` and serves with
-    ``transformers serve``. A folder that already holds a built model is reused as is.
+    ``transformers serve``. A folder that already holds a built model is reused as is;
+    ``path=None`` means :func:`default_model_dir`.
     """
-    target = Path(path)
+    target = Path(path) if path is not None else default_model_dir()
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
         return str(target)
     tokenizer = _train_tokenizer(vocab_size)
     model = _build_model(tokenizer, train_steps)
     target.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(target)
-    model.save_pretrained(target)
+    _save_quietly(model, target)
     return str(target)
+
+
+def _save_quietly(model, target: Path) -> None:
+    """``save_pretrained`` without its progress bar, which would make notebook outputs vary."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(target)
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
+class Served(NamedTuple):
+    """A running ``transformers serve``: its OpenAI base URL and the model name to request."""
+
+    base_url: str
+    model: str
+    log: Path
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _serve_command() -> str:
+    beside = Path(sys.executable).with_name("transformers")
+    found = str(beside) if beside.exists() else shutil.which("transformers")
+    if not found:
+        raise RuntimeError("the `transformers` command is not installed: pip install transformers")
+    return found
+
+
+@contextmanager
+def serve_tiny_model(path: str | os.PathLike | None = None, *, host: str = "127.0.0.1",
+                     start_timeout: float = 120.0) -> Iterator[Served]:
+    """Build the tiny model under ``path`` if needed and serve it offline on a free port."""
+    model = tiny_chat_model(path)
+    port = free_port(host)
+    log = Path(tempfile.mkdtemp(prefix="srelib-serve-")) / "serve.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    with open(log, "w") as out:
+        proc = subprocess.Popen([_serve_command(), "serve", model, "--host", host,
+                                 "--port", str(port), "--device", "cpu"],
+                                stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        _wait_for_port(proc, host, port, start_timeout, log)
+        yield Served(f"http://{host}:{port}/v1", model, log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_for_port(proc: subprocess.Popen, host: str, port: int, timeout: float,
+                   log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"transformers serve exited:\n{log.read_text()[-3000:]}")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"transformers serve did not start in {timeout:.0f} s:\n"
+                       f"{log.read_text()[-3000:]}")

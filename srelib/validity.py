@@ -200,3 +200,18 @@ def format_validity_table(rows: list[dict]) -> str:
     lines += [f"| {r['policy']} | {r['task']} | {r['score']:.4f} | {r['bound']} | "
               f"{'yes' if r['ok'] else 'NO'} |" for r in rows]
     return "\n".join(lines)
+
+
+def format_validity_summary(rows: list[dict]) -> str:
+    """One line per gate policy: its bounds, its lowest and highest task score, and the verdict."""
+    lines = ["| policy | required | lowest task score | highest task score | ok |",
+             "|---|---|---|---|---|"]
+    for policy in dict.fromkeys(r["policy"] for r in rows):
+        mine = [r for r in rows if r["policy"] == policy]
+        tasks = [r for r in mine if not r["task"].startswith("(")]
+        bounds = ", ".join(dict.fromkeys(
+            r["bound"] if not r["task"].startswith("(") else f"mean {r['bound']}" for r in mine))
+        lines.append(f"| {policy} | {bounds} | {min(r['score'] for r in tasks):.4f} | "
+                     f"{max(r['score'] for r in tasks):.4f} | "
+                     f"{'yes' if all(r['ok'] for r in mine) else 'NO'} |")
+    return "\n".join(lines)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import srelib
-from srelib.env.actions import FAULT_CLASSES, SERVICES
+from srelib.env.actions import DEPENDS_ON, FAULT_CLASSES, SERVICES
 from srelib.env.infra import ALERT_RULE_NAMES, RELIEF_MINUTES
 
 REGISTRY_ORDER = (
@@ -116,16 +116,20 @@ def test_repo_service_deploys_are_repo_commits(task):
     manifest = repo_data_dir() / repo / "manifest.json"
     if not manifest.exists():
         pytest.skip(f"{repo} manifest not written yet")
-    commits = [c["sha"] for c in json.loads(manifest.read_text())["commits"]]
+    commits = json.loads(manifest.read_text())["commits"]
+    shas_in_repo = [c["sha"] for c in commits]
+    undeployed = commits[shas_in_repo.index(sha) + 1:]
+    assert undeployed, "the repository moved on after the deploy: the deployed sha is not the newest"
     for seed in SEEDS:
         env, _ = fresh(task, seed)
         for svc in services:
             deploys = act(env, "check_deploy_history", svc)[0]["action_result"]["deploys"]
             shas = [d["commit_hash"] for d in deploys]
             assert shas[-1] == sha
-            assert all(s in commits for s in shas)
-            assert [commits.index(s) for s in shas] == sorted(commits.index(s) for s in shas)
+            assert all(s in shas_in_repo for s in shas)
+            assert [shas_in_repo.index(s) for s in shas] == sorted(shas_in_repo.index(s) for s in shas)
             assert [d["timestamp"] for d in deploys] == sorted(d["timestamp"] for d in deploys)
+            assert all(c["date"] > deploys[-1]["timestamp"] for c in undeployed), "merged after it"
 
 
 def test_seeds_vary_surface_details_not_the_root_cause():
@@ -139,6 +143,68 @@ def test_seeds_vary_surface_details_not_the_root_cause():
         assert env.scenario.root_cause_service == "queue"
     assert len(seen_shas) > 3 and len(seen_pages) > 2
     assert all(re.fullmatch(r"[0-9a-f]{7}", s) for s in seen_shas)
+
+
+def _upstream_of_symptoms(scenario):
+    seen, frontier = set(), [d for s in scenario.involved_services for d in DEPENDS_ON[s]]
+    while frontier:
+        svc = frontier.pop()
+        if svc not in seen:
+            seen.add(svc)
+            frontier += DEPENDS_ON[svc]
+    return [s for s in SERVICES if s in seen - set(scenario.involved_services)]
+
+
+def _minutes(stamp):
+    from datetime import datetime
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() / 60
+
+
+def _fresh_upstream_deploys(env, scenario):
+    """{service: minutes since its latest deploy} for recently deployed services upstream of
+    the symptoms that the scenario itself does not deploy."""
+    now = _minutes(act(env, "check_metrics", "cache")[0]["action_result"]["metrics"][-1]["timestamp"])
+    found = {}
+    for svc in _upstream_of_symptoms(scenario):
+        if scenario.deploy_specs(svc):
+            continue
+        latest = act(env, "check_deploy_history", svc)[0]["action_result"]["deploys"][-1]
+        if now - _minutes(latest["timestamp"]) <= 45:
+            found[svc] = now - _minutes(latest["timestamp"])
+    return found
+
+
+@pytest.mark.parametrize("task", ("memory_leak", "cascading_failure", "distributed_deadlock",
+                                  "info_ordering", "heldout_confidence_ordering"))
+def test_some_seeds_add_an_innocent_recent_deploy_upstream_of_the_symptoms(task):
+    """The incident varies in how misleading it is, never in its root cause: on some seeds a
+    service upstream of the symptoms was deployed minutes before the page. Rolling it back does
+    nothing good, and the required remediation still heals the system."""
+    scenario = srelib.get_scenario(task)
+    misleading = []
+    for seed in range(16):
+        env, _ = fresh(task, seed)
+        fresh_deploys = _fresh_upstream_deploys(env, scenario)
+        assert env.scenario.root_cause_service == scenario.root_cause_service
+        if fresh_deploys:
+            misleading.append((seed, next(iter(fresh_deploys))))
+    assert 2 <= len(misleading) <= 14, misleading
+    for seed, svc in misleading[:2]:
+        env, _ = fresh(task, seed)
+        obs, reward, *_ = act(env, "rollback_deploy", svc)
+        assert reward < 0 and env.trajectory[-1]["effect"]["cleared_faults"] == []
+        env, _ = fresh(task, seed)
+        remediate(env, scenario.required_remediation)
+        assert healed(env)
+
+
+@pytest.mark.parametrize("task", ("severity_inversion", "heldout_aliased_severity"))
+def test_seeded_noise_never_contradicts_the_summary(task):
+    """Both summaries say orders shows only a ServiceDegraded warning: on every seed it does."""
+    for seed in range(60):
+        env, _ = fresh(task, seed)
+        alerts = act(env, "view_alerts")[0]["action_result"]["alerts"]
+        assert {a["rule_name"] for a in alerts if a["source_service"] == "orders"} == {"ServiceDegraded"}
 
 
 @pytest.mark.parametrize("task", REGISTRY_ORDER)

@@ -8,14 +8,9 @@ concurrency are exercised through the real ``openai`` client.
 import asyncio
 import json
 import logging
-import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -162,10 +157,9 @@ def test_a_server_without_a_system_role_is_learnt_once():
 
 
 def test_dead_endpoint_gives_feedback_then_gives_up():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    policy = OpenAIChatPolicy("m", base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET,
+    from srelib.testing import free_port
+
+    policy = OpenAIChatPolicy("m", base_url=f"http://127.0.0.1:{free_port()}/v1", api_key=SECRET,
                               max_retries=1, backoff=0.01, timeout=2, max_failures=2)
     first = policy(OBS, 1, "memory_leak")
     second = policy({**OBS, "steps_taken": 1}, 1, "memory_leak")
@@ -246,45 +240,12 @@ def test_settings_come_from_the_environment(monkeypatch):
 
 # ── a real OpenAI-compatible server: transformers serve of the tiny model ─────────────────
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served_tiny_model(tmp_path_factory):
-    from srelib.testing import tiny_chat_model
+    from srelib.testing import serve_tiny_model
 
-    path = tiny_chat_model(tmp_path_factory.getbasetemp() / "tiny_chat_model")
-    port = _free_port()
-    serve = Path(sys.executable).with_name("transformers")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([str(serve), "serve", path, "--host", "127.0.0.1",
-                                 "--port", str(port), "--device", "cpu"],
-                                stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"transformers serve exited:\n{log.read_text()[-3000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            pytest.fail(f"transformers serve did not start:\n{log.read_text()[-3000:]}")
-        yield f"http://127.0.0.1:{port}/v1", path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serve_tiny_model(tmp_path_factory.getbasetemp() / "tiny_chat_model") as served:
+        yield served.base_url, served.model
 
 
 def test_full_episodes_against_transformers_serve(served_tiny_model):
@@ -307,3 +268,17 @@ def test_full_episodes_against_transformers_serve(served_tiny_model):
     answered = [u for u in policy.usage if u.get("error") is None]
     assert len(answered) >= 2 and all(u["completion_tokens"] for u in answered)
     assert all(u.get("error") is None for u in policy.usage[2:])
+
+
+def test_served_model_stops_with_its_block(tmp_path_factory):
+    import socket
+
+    from srelib.testing import serve_tiny_model
+
+    with serve_tiny_model(tmp_path_factory.getbasetemp() / "tiny_chat_model") as served:
+        host, port = served.base_url.split("//")[1].split("/")[0].split(":")
+        assert host == "127.0.0.1"
+        with socket.create_connection((host, int(port)), timeout=2):
+            pass
+    with pytest.raises(OSError):
+        socket.create_connection((host, int(port)), timeout=2).close()

@@ -99,10 +99,11 @@ def test_heuristic_is_less_confident_without_evidence():
 
 
 def test_heuristic_scores_vary_across_seeds_on_most_tasks():
+    # the policy is deterministic: the spread comes from the seeded incident (fooled on some seeds)
     varying = 0
     for task in TASKS:
         finals = {run(HeuristicPhase1Policy(), task, mode="p1_only", seed=s)[1]["score"]["final"]
-                  for s in range(5)}
+                  for s in range(10)}
         varying += len(finals) > 1
     assert varying >= len(TASKS) * 0.6
 

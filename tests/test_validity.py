@@ -16,7 +16,8 @@ from srelib.env.pools import POOLS, oracle_belief
 from srelib.env.repos import load_repo
 from srelib.env.scenarios import TASKS, get_scenario
 from srelib.policies.reference import ReferencePolicy
-from srelib.validity import GATE, format_validity_table, play, pool_for, validity_table
+from srelib.validity import (GATE, format_validity_summary, format_validity_table, play, pool_for,
+                             validity_table)
 
 SEED_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "seed" / "policies.py"
 SEED_IMPORTS = (
@@ -30,11 +31,14 @@ def test_validity_gate_holds_on_every_task(capsys):
     rows = validity_table()
     with capsys.disabled():
         print("\n" + format_validity_table(rows))
+        print("\n" + format_validity_summary(rows))
     assert len(rows) == len(GATE) * len(TASKS) + 1
     failed = [r for r in rows if not r["ok"]]
     assert not failed, failed
     reference = [r["score"] for r in rows if r["policy"] == ReferencePolicy.name]
     assert min(reference) >= 0.95
+    summary = format_validity_summary(rows).splitlines()[2:]
+    assert len(summary) == len(GATE) and all(line.endswith("| yes |") for line in summary)
 
 
 @pytest.mark.parametrize("task", POOLS["B"].tasks)

@@ -87,6 +87,16 @@ _HERRING_LOGS = (
     ("ERROR", "Metrics export to the collector timed out after {d}ms"),
     ("WARN", "Background job 'cleanup_sessions' took {d}ms (expected < 500ms)"),
 )
+#: Innocent deploys: how often one lands upstream of the symptoms (warming up) or on a quiet
+#: service, the warm-up's p99 (ms), CPU and error-rate (%) ranges, and when it subsides (minutes
+#: after the page). It never reaches a scenario's ``pinned_services``.
+UPSTREAM_DEPLOY_CHANCE, QUIET_DEPLOY_CHANCE = 0.55, 0.2
+WARMUP_P99 = (800.0, 5000.0)
+WARMUP_CPU = (40.0, 92.0)
+WARMUP_ERR = (1.0, 16.0)
+WARMUP_END = (-2, 8)
+#: Range of the factor on how much of an unhealthy callee's excess a caller feels.
+COUPLING = (0.6, 1.6)
 _HERRING_BYTE = 14  # a generic red herring appears when its byte is below this (about 5%/min)
 _NOISE_BYTE = 102  # a noise line appears when its byte is below this (about 40%/min)
 
@@ -108,6 +118,26 @@ def _topological() -> tuple[int, ...]:
 _CALLEES_FIRST = _topological()
 _NO_MASKS: frozenset = frozenset()
 _DAY_CACHE: dict[int, str] = {}
+
+
+def _upstream_of(services: tuple) -> list[str]:
+    """Services that ``services`` call, directly or not, outside ``services``, in SERVICES order."""
+    seen = set()
+    frontier = [d for s in services for d in DEPENDS_ON[s]]
+    while frontier:
+        svc = frontier.pop()
+        if svc not in seen:
+            seen.add(svc)
+            frontier += DEPENDS_ON[svc]
+    return [s for s in SERVICES if s in seen and s not in services]
+
+
+def _next_version(version: str, rng: random.Random) -> str:
+    """A release after a generated ``vX.Y.Z`` (``v1.4.2`` -> ``v1.4.3`` or ``v1.5.x``)."""
+    major, minor, patch = (int(x) for x in version.lstrip("v").split("."))
+    if rng.random() < 0.5:
+        return f"v{major}.{minor}.{patch + 1}"
+    return f"v{major}.{minor + 1}.{rng.randrange(3)}"
 
 
 def timestamp(minute: int, second: int = 0) -> str:
@@ -210,18 +240,16 @@ class Infrastructure:
         self._log_seeds = [rng.getrandbits(64) for _ in SERVICES]
         self._log_bytes: list[bytes | None] = [None] * len(SERVICES)
         self.deploys = [self._deploy_history(s, before, rng, pick) for s in SERVICES]
-        if scenario.innocent_deploy and pick(2):
-            quiet = [s for s in SERVICES if s not in scenario.involved_services
-                     and not scenario.deploy_specs(s)]
-            svc = quiet[pick(len(quiet))]
-            self.deploys[_IDX[svc]].append(Deploy(
-                f"v{1 + pick(3)}.{pick(10)}.{pick(10)}", before - 35 - pick(115),
-                AUTHORS[pick(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                _INNOCENT[pick(len(_INNOCENT))]))
+        warmup = self._innocent_deploy(before, rng) if scenario.innocent_deploy else None
         self.incident_deploys = tuple(d[-1].sha for d in self.deploys)
         self.vars = {f"{s}_version": d[-1].version for s, d in zip(SERVICES, self.deploys)}
         self.vars.update({f"{s}_ago": self.page - d[-1].minute for s, d in zip(SERVICES, self.deploys)})
         self.conditions = self._conditions(before)
+        if warmup is not None:
+            self.conditions.append(warmup)
+        # how strongly each service feels an unhealthy callee: victims sometimes look worse
+        self._coupling = tuple(COUPLING[0] + (COUPLING[1] - COUPLING[0]) * rng.random()
+                               for _ in SERVICES)
         self._by_service = [[c for c in self.conditions if c.svc == i] for i in range(len(SERVICES))]
         self._replicas: list[list[tuple[int, int]]] = [[(-10**9, DEFAULT_REPLICAS)] for _ in SERVICES]
         self._story = [[] for _ in SERVICES]  # (minute, second, level, message, trace)
@@ -261,6 +289,50 @@ class Infrastructure:
             out.append(Deploy(version, before - d.ago, d.author or AUTHORS[pick(len(AUTHORS))],
                               d.sha or f"{rng.getrandbits(28):07x}", d.description, d.bad))
         return out
+
+    def _innocent_deploy(self, before: int, rng: random.Random) -> Condition | None:
+        """Maybe add an innocent recent deploy; returns its warm-up condition, if any.
+
+        On some seeds the deploy lands on a service upstream of the symptoms shortly before the
+        page, and that service is still warming up (latency, CPU and errors of a seeded size,
+        subsiding around the page): a plausible but wrong suspect. On others it is an older
+        deploy of a quiet service, or there is none. Services with scripted deploys keep them.
+        """
+        sc = self.scenario
+        roll = rng.random()
+        pinned = _upstream_of(sc.pinned_services)
+        upstream = [s for s in _upstream_of(sc.involved_services)
+                    if s not in pinned and not sc.deploy_specs(s)]
+        harmful = any(c.cause is not None or c.cleared_by for c in sc.conditions)
+        if roll < UPSTREAM_DEPLOY_CHANCE and upstream and harmful:
+            # a service more of the symptomatic ones call is the more tempting suspect
+            weights = [sum(svc in _upstream_of((s,)) for s in sc.involved_services) for svc in upstream]
+            svc, ago, warming = rng.choices(upstream, weights)[0], 6 + rng.randrange(35), True
+        elif roll < UPSTREAM_DEPLOY_CHANCE + QUIET_DEPLOY_CHANCE:
+            quiet = [s for s in SERVICES if s not in sc.involved_services and not sc.deploy_specs(s)]
+            svc, ago, warming = quiet[rng.randrange(len(quiet))], 35 + rng.randrange(115), False
+        else:
+            return None
+        history = self.deploys[_IDX[svc]]
+        deploy = Deploy(_next_version(history[-1].version, rng), before - ago,
+                        AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
+                        _INNOCENT[rng.randrange(len(_INNOCENT))])
+        history.append(deploy)
+        if not warming:
+            return None
+        p99 = WARMUP_P99[0] + (WARMUP_P99[1] - WARMUP_P99[0]) * rng.random()
+        cpu = WARMUP_CPU[0] + (WARMUP_CPU[1] - WARMUP_CPU[0]) * rng.random()
+        err = WARMUP_ERR[0] + (WARMUP_ERR[1] - WARMUP_ERR[0]) * rng.random()
+        spec = ConditionSpec(
+            id=f"{svc}:deploy_warmup", service=svc, cause=None, ramp=2,
+            target=(("latency_p95", 0.5 * p99), ("latency_p99", p99), ("cpu", cpu), ("error_rate", err)),
+            logs=(LogTemplate("WARN", f"Warm-up after deploy {deploy.version}: connection pools "
+                                      "refilling, p99 {latency_p99:.0f}ms", every=2),
+                  LogTemplate("ERROR", "{count} requests reset while replicas restarted",
+                              every=3, when=("error_rate", ">", 5.0))))
+        warmup = Condition(spec, deploy.minute + 1, None)
+        warmup.cleared_at = self.page + WARMUP_END[0] + rng.randrange(WARMUP_END[1] - WARMUP_END[0] + 1)
+        return warmup
 
     def _conditions(self, before: int) -> list[Condition]:
         built: dict[str, Condition] = {}
@@ -332,6 +404,7 @@ class Infrastructure:
                     floor = c.floor
                 if c.masks:
                     masks = masks | c.masks
+            coupling = self._coupling[i]
             for d in _DEPS[i]:
                 st = status[d]
                 if st == HEALTHY or d in masks:
@@ -339,7 +412,7 @@ class Infrastructure:
                 if v is None:
                     v = list(base)
                 dv, db = values[d], self._base[d]
-                f = 0.3 if st == DOWN else 0.25
+                f = (0.3 if st == DOWN else 0.25) * coupling
                 for k in (ERR, P50, P95, P99):
                     excess = dv[k] - db[k]
                     if excess > 0.0:

@@ -45,6 +45,7 @@ import json
 import os
 import re
 import secrets
+import select
 import shutil
 import signal
 import stat
@@ -239,11 +240,13 @@ def _run_sandboxed(root: Path, repo_dir: Path, tests: dict[str, str], timeout_s:
             [python, "-I", "-S", "-B", "-c", _RUNNER.read_text(encoding="utf-8")],
             stdin=subprocess.PIPE, stdout=channel, stderr=subprocess.DEVNULL, cwd=repo_dir,
             env=_sandbox_env(str(repo_dir)), start_new_session=True, close_fds=True)
-        timed_out = False
         try:
-            proc.communicate((nonce + "\n" + json.dumps(config) + "\n").encode(), timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            try:
+                proc.stdin.write((nonce + "\n" + json.dumps(config) + "\n").encode())
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            timed_out = not _wait_for_exit(proc, timeout_s)
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -264,6 +267,30 @@ def _run_sandboxed(root: Path, repo_dir: Path, tests: dict[str, str], timeout_s:
         if isinstance(record, dict) and isinstance(record.get("id"), str):
             passed.setdefault(record["id"], record.get("ok") is True)
     return passed, timed_out
+
+
+def _wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait until ``proc`` exits or ``timeout_s`` passes; True if it exited.
+
+    Popen.wait(timeout) polls with sleeps of up to 50 ms, a large part of a grading's wall time;
+    a pidfd wakes us the moment the process exits (Linux 5.3+; the polled wait elsewhere).
+    """
+    if hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(proc.pid)
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                select.select([fd], [], [], timeout_s)
+            finally:
+                os.close(fd)
+            return proc.poll() is not None
+    try:
+        proc.wait(timeout=timeout_s)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def run_hidden_tests(repo_name: str, task: str, files: dict[str, str],

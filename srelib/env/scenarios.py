@@ -132,6 +132,7 @@ class Scenario:
     logs: tuple
     red_herrings: tuple
     innocent_deploy: bool = True
+    pinned_services: tuple = ()  # the summary pins their symptoms: seeded noise never reaches them
 
     def deploy_specs(self, service: str) -> tuple:
         """The scripted deploys of ``service`` (empty: routine deploys are generated)."""
@@ -180,7 +181,7 @@ def _parse(raw: dict, where: str) -> Scenario:
     s = _build(Scenario, {**raw, "deploys": deploys, "conditions": conditions, "logs": logs,
                           "red_herrings": herrings}, where,
                tuples=("acceptable_services", "keywords", "involved_services",
-                       "required_remediation"))
+                       "required_remediation", "pinned_services"))
     _validate(s, where)
     return s
 
@@ -188,7 +189,8 @@ def _parse(raw: dict, where: str) -> Scenario:
 def _validate(s: Scenario, where: str) -> None:
     _check(s.severity in SEVERITIES, where, f"severity must be one of {SEVERITIES}")
     _check(s.fault_class in FAULT_CLASSES, where, f"fault_class must be one of {list(FAULT_CLASSES)}")
-    services = {s.root_cause_service, *s.acceptable_services, *s.involved_services}
+    services = {s.root_cause_service, *s.acceptable_services, *s.involved_services,
+                *s.pinned_services}
     _check(services <= set(SERVICES), where, f"unknown services {sorted(services - set(SERVICES))}")
     for rem in s.required_remediation:
         action, _, svc = rem.partition(":")

@@ -5,7 +5,7 @@ Names load lazily, so importing the package pulls in neither ``openai`` nor ``tr
 
 from __future__ import annotations
 
-import importlib
+from srelib._lazy import lazy_exports
 
 _EXPORTS = {
     "Policy": "srelib.policies.base",
@@ -29,14 +29,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srelib.policies' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports("srelib.policies", _EXPORTS, globals())

@@ -5,14 +5,13 @@ dependencies), then walks ``DEPENDS_ON`` upstream from them looking for a servic
 deploy: that service is the suspect. It rolls the suspect back, declares the root cause with a
 fault class guessed from keywords in the evidence and from the metric trends, restarts victims
 that stay unhealthy, and hands over a belief whose confidence counts the evidence it found.
-It is decent but fallible: red herrings, noisy logs and innocent deploys mislead it, and
-(seeded per episode) it sometimes spends steps probing quiet services, so its scores vary
-across seeds.
+It is decent but fallible: red herrings, noisy logs, victims that look worse than the culprit
+and innocent recent deploys upstream of the symptoms (all seeded by the environment) mislead
+it on some seeds, so its scores vary across seeds. It is deterministic given the observations.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import asdict
 from datetime import datetime, timezone
 
@@ -68,16 +67,15 @@ class HeuristicPhase1Policy:
     name = "heuristic_p1"
 
     def __init__(self, investigate: int = 3, max_deploy_checks: int = 4,
-                 doubt_below: float = 0.6, curiosity: float = 0.4, seed: int = 0):
-        if investigate < 1 or max_deploy_checks < 1 or not 0 <= curiosity <= 1:
-            raise ValueError("need investigate >= 1, max_deploy_checks >= 1, 0 <= curiosity <= 1")
+                 doubt_below: float = 0.6):
+        if investigate < 1 or max_deploy_checks < 1:
+            raise ValueError("need investigate >= 1 and max_deploy_checks >= 1")
         self.investigate, self.max_deploy_checks = investigate, max_deploy_checks
-        self.doubt_below, self.curiosity, self._base_seed = doubt_below, curiosity, seed
+        self.doubt_below = doubt_below
         self.reset()
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """Forget the episode's evidence; ``seed`` redraws its curiosity for the episode."""
-        self._rng = random.Random(self._base_seed if seed is None else f"{self._base_seed}:{seed}")
+        """Forget the episode's evidence (``seed`` is accepted for the protocol; unused)."""
         self._plan: list[dict] = []
         self._stage = "start"
         self._asked: tuple[str, str | None] | None = None
@@ -196,11 +194,6 @@ class HeuristicPhase1Policy:
                            make_action(ActionType.CHECK_DEPLOY_HISTORY, svc)]
         if loudest:
             self._plan.append(make_action(ActionType.CHECK_DEPENDENCIES, loudest[0]))
-        # Like a person on call, it sometimes probes a quiet neighbour too (a wasted step).
-        quiet = [s for s in SERVICES if s not in loudest]
-        while quiet and self._rng.random() < self.curiosity:
-            probe = quiet.pop(self._rng.randrange(len(quiet)))
-            self._plan.append(make_action(ActionType.RUN_HEALTH_CHECK, probe))
 
     def _loudest(self) -> list[str]:
         """Up to ``investigate`` services at least half as loud as the loudest one."""

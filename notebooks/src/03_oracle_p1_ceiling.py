@@ -1,0 +1,188 @@
+# %% [markdown]
+# # 03 · The oracle-P1 ceiling
+#
+# Phase 2 starts from whatever phase 1 handed over. So when a phase-2 agent fails, is it bad at
+# code, or was it sent to the wrong place? The oracle-P1 ceiling answers this by running the
+# *same* phase-2 policy after three handoffs:
+#
+# * **oracle**: the ground-truth belief (pool B; held-out tasks through `mode="p2_only"`);
+# * **null**: `NullPhase1Policy`'s empty belief, in a joint episode (pools C and D);
+# * **heuristic**: `HeuristicPhase1Policy`'s own belief, in a joint episode.
+#
+# The **gap** `repair(oracle) - repair(handoff)`, paired on seeds, is the repair a handoff costs.
+# And `r_cross = max(0, repair - null repair)` is the repair that phase-1 context *adds* over an
+# empty handoff, once the null handoff's repair has been calibrated per task.
+
+# %% tags=["parameters"]
+SEEDS = 8                                              # seeds per task and handoff
+TASKS = "all"                                          # "all" or a list of task names
+PHASE2 = ["RevertPhase2Policy", "RandomPhase2Policy"]  # phase-2 policies to measure
+PHASE1 = {"heuristic": "HeuristicPhase1Policy"}        # own-handoff phase-1 policies
+WORKERS = 1                                            # processes for the episodes
+
+# %%
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:  # Colab already has pandas, matplotlib, ipywidgets and tqdm
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "srelib @ git+https://github.com/srelib/srelib"], check=True)
+else:
+    print("Not on Colab: using the srelib installed in this environment.")
+
+# %% [markdown]
+# ## Calibrating r_cross: what does each phase-2 policy repair with no context?
+#
+# `srelib.measure_null_context(policy)` runs the phase-2 policy after the empty handoff, in joint
+# episodes, and returns its mean repair per task. That is the baseline r_cross subtracts: a
+# policy that repairs a task *without* any context earns no cross-phase credit for repairing it
+# *with* context.
+
+# %%
+import functools
+
+import pandas as pd
+from IPython.display import Markdown, display
+
+import srelib
+from srelib.cli import build_policy
+from srelib.stats import to_markdown
+
+phase2 = {name: functools.partial(build_policy, name) for name in PHASE2}
+phase1 = {label: functools.partial(build_policy, name) for label, name in PHASE1.items()}
+null_repair = {name: srelib.measure_null_context(factory, tasks=TASKS, seeds=SEEDS, workers=WORKERS)
+               for name, factory in phase2.items()}
+calibration = pd.DataFrame(null_repair).reindex([t for t in srelib.TASKS if t in null_repair[PHASE2[0]]])
+calibration.index.name = "task"
+display(Markdown("Null-handoff repair per task (the r_cross baseline):\n\n" + to_markdown(calibration)))
+
+# %% [markdown]
+# ## The three handoffs
+#
+# `srelib.rollout.ceiling_episodes` runs every handoff for one phase-2 policy; passing the
+# calibration as `null_repair` makes every episode carry its `r_cross`. `summarize_ceiling`
+# turns the episodes into mean repair per task and handoff, with bootstrap CIs, and the paired gap
+# to the oracle handoff.
+
+# %%
+from srelib.rollout import ceiling_episodes, summarize_ceiling
+
+runs, tables = [], []
+for name, factory in phase2.items():
+    episodes = ceiling_episodes(factory, phase1, tasks=TASKS, seeds=SEEDS, workers=WORKERS,
+                                null_repair=null_repair[name])
+    runs.append(episodes.assign(phase2=name))
+    tables.append(summarize_ceiling(episodes).assign(phase2=name))
+episodes = pd.concat(runs, ignore_index=True)
+ceiling = pd.concat(tables, ignore_index=True)
+print(f"{len(episodes)} episodes: {len(PHASE2)} phase-2 policies x "
+      f"{episodes['policy'].nunique()} handoffs x {episodes['task'].nunique()} tasks x {SEEDS} seeds")
+
+# %% [markdown]
+# Mean repair under each handoff, over all tasks:
+
+# %%
+overall = episodes.pivot_table(index="phase2", columns="policy", values=["repair", "r_cross"],
+                               aggfunc="mean").reindex(PHASE2)
+overall = overall.reindex(columns=[(v, h) for v in ("repair", "r_cross")
+                                   for h in ["oracle", "null", *PHASE1] if (v, h) in overall.columns])
+overall.columns = [f"{v} ({h})" for v, h in overall.columns]
+overall.round(3)
+
+# %% [markdown]
+# A consistency check: the null handoff's repair inside the ceiling run is the calibration itself
+# (same policy, tasks and seeds), so its r_cross is zero by construction.
+
+# %%
+null_rows = ceiling[ceiling["handoff"] == "null"].set_index(["phase2", "task"])["repair"]
+expected = pd.Series({(p, t): v for p, per_task in null_repair.items() for t, v in per_task.items()})
+mismatch = (null_rows - expected.reindex(null_rows.index)).abs().max()
+print(f"largest difference between the two null measurements: {mismatch:.2e}; "
+      f"null r_cross max: {episodes.loc[episodes['policy'] == 'null', 'r_cross'].max():.2f}")
+
+# %% [markdown]
+# ## The ceiling-gap plots
+#
+# Left: repair under each handoff. Right: the gap to the oracle handoff, with its paired bootstrap
+# CI. A bar above zero on the right is repair the handoff lost; a bar near zero means this
+# phase-2 policy does as well after that handoff as after a perfect one.
+
+# %%
+%matplotlib inline
+from srelib import plots
+
+figures = {name: plots.ceiling_gap(ceiling[ceiling["phase2"] == name].drop(columns="phase2"))
+           for name in PHASE2}
+for name, fig in figures.items():
+    fig.suptitle(name)
+    display(fig)
+
+# %% [markdown]
+# ## Per task: what the gaps mean
+#
+# Each task, for each phase-2 policy, falls in one of four cases, read off the table below:
+#
+# * **phase 2 is the bottleneck**: even the oracle handoff gives (almost) no repair, so a better
+#   phase 1 cannot help this policy;
+# * **the phase-1 handoff costs repair**: a phase-1 policy's own belief (here the heuristic's)
+#   leaves a gap to oracle, so phase 1 is what holds the episode back;
+# * **context matters and the phase-1 handoff delivers it**: the empty handoff leaves a gap but
+#   the phase-1 policy's does not;
+# * **context does not matter**: repair is the same with or without a good handoff (the policy
+#   finds the fix from the code alone, or a no-change task rewards the same answer either way).
+#
+# A gap counts when its 95% CI lies above zero; "almost no repair" is below `FLOOR`.
+
+# %%
+FLOOR = 0.05
+
+
+def case(rows: pd.DataFrame) -> str:
+    """Which of the four cases one task's ceiling rows (one per handoff) fall in."""
+    by = rows.set_index("handoff")
+    if by.loc["oracle", "repair"] < FLOOR:
+        return "phase 2 is the bottleneck"
+    lost = {h: by.loc[h, "gap_low"] > 0 for h in by.index if h != "oracle"}
+    if any(lost[h] for h in PHASE1):
+        return "the phase-1 handoff costs repair"
+    if lost.get("null"):
+        return "context matters and the phase-1 handoff delivers it"
+    return "context does not matter"
+
+
+gap_columns = {f"gap ({h})": h for h in ["null", *PHASE1]}
+rows = []
+for (name, task), group in ceiling.groupby(["phase2", "task"], sort=False):
+    by = group.set_index("handoff")
+    row = {"phase-2 policy": name, "task": task, "oracle repair": by.loc["oracle", "repair"]}
+    row.update({col: by.loc[h, "gap"] for col, h in gap_columns.items()})
+    cross = episodes[(episodes["phase2"] == name) & (episodes["task"] == task)]
+    row.update({f"r_cross ({h})": cross.loc[cross["policy"] == h, "r_cross"].mean()
+                for h in ["oracle", *PHASE1]})
+    row["case"] = case(group)
+    rows.append(row)
+per_task = pd.DataFrame(rows)
+display(Markdown(to_markdown(per_task, index=False)))
+
+# %% [markdown]
+# The same cases, listed per phase-2 policy (computed from the table above):
+
+# %%
+lines = []
+for name in PHASE2:
+    mine = per_task[per_task["phase-2 policy"] == name]
+    gaps = ", ".join(f"after the {h} handoff {mine[f'gap ({h})'].mean():+.2f}"
+                     for h in ["null", *PHASE1])
+    lines.append(f"**{name}** (mean oracle repair {mine['oracle repair'].mean():.2f}; "
+                 f"mean gap {gaps}):")
+    for label, tasks in mine.groupby("case", sort=True)["task"]:
+        lines.append(f"* {label}: {', '.join(tasks)}")
+    lines.append("")
+display(Markdown("\n".join(lines)))
+
+# %% [markdown]
+# How to read this: the ceiling separates the two halves of the job. Where phase 2 is the
+# bottleneck, work on the code agent (better reading, real fixes instead of reverts); where the
+# phase-1 handoff costs repair, work on diagnosis and on what the belief carries. r_cross
+# rewards only what a handoff adds: it is zero wherever the phase-2 policy repairs as well
+# without context, so a policy earns no cross-phase credit for a task it would solve blind.

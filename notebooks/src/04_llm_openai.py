@@ -1,0 +1,241 @@
+# %% [markdown]
+# # 04 · An LLM behind an OpenAI-compatible endpoint
+#
+# Hosted APIs, vLLM, Ollama and `transformers serve` all speak the same chat-completions
+# protocol, so one policy, `srelib.policies.OpenAIChatPolicy`, drives any of them. This notebook
+# runs a model through both phases of the incidents, then looks at what a study needs beyond the
+# score: **what the run cost** (tokens, dollars, latency) and **how often the model's replies
+# could not be read as actions**, with the parser's reasons.
+#
+# Point it at a model with the parameters below, or with the standard environment variables
+# (on Colab, add them as secrets: the install cell reads `OPENAI_API_KEY` and `OPENAI_BASE_URL`):
+#
+# | endpoint | settings |
+# |---|---|
+# | OpenAI (or any hosted API) | `OPENAI_API_KEY` set, `MODEL = "gpt-4o-mini"` |
+# | vLLM: `vllm serve google/gemma-3-1b-it` | `BASE_URL = "http://localhost:8000/v1"`, `MODEL` = the served name |
+# | Ollama: `ollama serve` | `BASE_URL = "http://localhost:11434/v1"`, `MODEL = "gemma3:1b"` |
+# | `transformers serve` | `BASE_URL = "http://localhost:8000/v1"`, `MODEL` = the hub id |
+#
+# With no key and no endpoint configured, the notebook serves srelib's tiny offline test model
+# with `transformers serve` on 127.0.0.1 instead. That is how CI runs it: every cell runs for
+# real, against a real HTTP server, but the tiny model's scores say nothing about real models.
+
+# %% tags=["parameters"]
+MODEL = "gpt-4o-mini"          # the model name the endpoint serves
+BASE_URL = None                # None: OPENAI_BASE_URL, else the OpenAI API
+SEEDS = 2                      # seeds per task
+TASKS = ["memory_leak", "cascading_failure", "circuit_breaker_noop"]  # or "all"
+MAX_STEPS = 12                 # model calls per episode at most (the env's budget also applies)
+MAX_TOKENS = 600               # completion tokens per call
+MAX_CONCURRENCY = 4            # calls in flight at once (one per running episode)
+PRICE_PER_1K_INPUT = 0.00015   # USD per 1,000 prompt tokens (gpt-4o-mini's list price)
+PRICE_PER_1K_OUTPUT = 0.0006   # USD per 1,000 completion tokens
+
+# %%
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "fastapi", "uvicorn",
+                    "srelib[llm,hf,notebooks] @ git+https://github.com/srelib/srelib"], check=True)
+    from google.colab import userdata
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # Colab secrets, if you added them
+        try:
+            os.environ.setdefault(name, userdata.get(name))
+        except (userdata.SecretNotFoundError, userdata.NotebookAccessError):
+            pass
+else:
+    print("Not on Colab: using the srelib installed in this environment.")
+
+# %% [markdown]
+# ## The endpoint
+#
+# A configured endpoint is used as is. Otherwise `srelib.testing.serve_tiny_model` builds the
+# tiny model (once per machine), starts `transformers serve` on a free loopback port and waits
+# until it listens. The server lives in an `ExitStack`: the last cell stops it, a failing run
+# cell stops it, and so does the kernel shutting down.
+
+# %%
+import atexit
+import contextlib
+
+from srelib.testing import TINY_PROMPT_LIMITS, serve_tiny_model
+
+endpoint = contextlib.ExitStack()
+atexit.register(endpoint.close)
+configured = bool(BASE_URL or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"))
+if configured:
+    served = None
+    base_url, model, api_key = BASE_URL, MODEL, None
+    limits, max_tokens = {}, MAX_TOKENS
+    print(f"Using the configured endpoint "
+          f"({BASE_URL or os.environ.get('OPENAI_BASE_URL') or 'the OpenAI API'}) "
+          f"with model {MODEL!r}.")
+else:
+    served = endpoint.enter_context(serve_tiny_model())
+    base_url, model, api_key = served.base_url, served.model, "no-key-needed"
+    limits, max_tokens = TINY_PROMPT_LIMITS, min(MAX_TOKENS, 32)
+    print("No OPENAI_API_KEY, OPENAI_BASE_URL or BASE_URL is set, so this run uses srelib's tiny "
+          f"offline test model, served by `transformers serve` at {served.base_url}.")
+    print(f"Its replies are capped at {max_tokens} tokens and its prompts at "
+          f"{limits['obs_chars']} characters per observation; its scores only show that the "
+          "pipeline works.")
+
+# %% [markdown]
+# ## The policy
+#
+# `OpenAIChatPolicy` renders each observation into a chat turn, parses the reply into an action
+# (`srelib.parse_action`) and, when it cannot, sends the environment a parse-error action whose
+# explanation the model reads on its next turn; after three failures in a row it gives up, which
+# ends the episode cleanly. Calls have a timeout and bounded retries, and the key never appears
+# in its repr, its actions or its logs. Greedy decoding (`temperature=0`) keeps the run
+# repeatable where the endpoint allows it. A model whose chat template has no system role (Gemma)
+# gets the system prompt folded into its first user turn; the tiny model is one of those.
+
+# %%
+from srelib.policies import OpenAIChatPolicy
+
+policy = OpenAIChatPolicy(model, base_url=base_url, api_key=api_key, temperature=0,
+                          max_tokens=max_tokens, max_concurrency=MAX_CONCURRENCY, timeout=120,
+                          fold_system=True if served else None, name="llm", **limits)
+policy
+
+# %% [markdown]
+# ## Running the episodes
+#
+# Each task runs as one `srelib.evaluate` call in the joint pools (C for the training tasks, D
+# for the held-out ones). The policy has `act_batch`, so the task's episodes run in lockstep, up
+# to `MAX_CONCURRENCY` calls at once. Every call appends a record to `policy.usage` (prompt and
+# completion tokens, latency), so the records added during a task are that task's cost. The
+# episodes, trajectories included, go to a run directory for the analysis below.
+
+# %%
+import tempfile
+
+import pandas as pd
+
+import srelib
+from srelib.results import load_episodes
+
+tasks = list(srelib.TASKS) if TASKS == "all" else list(TASKS)
+run_dir = tempfile.mkdtemp(prefix="srelib-llm-")
+frames, usage = [], []
+try:
+    for task in tasks:
+        mark = len(policy.usage)
+        frames.append(srelib.evaluate({"llm": policy}, tasks=[task], pools=("C", "D"),
+                                      seeds=SEEDS, max_steps=MAX_STEPS, out=run_dir,
+                                      progress=False))
+        usage += [{"task": task, **record} for record in policy.usage[mark:]]
+except BaseException:
+    endpoint.close()
+    raise
+frame = pd.concat(frames, ignore_index=True)
+calls = pd.DataFrame(usage)
+episodes = load_episodes(run_dir)
+print(f"{len(frame)} episodes over {len(tasks)} tasks, {len(calls)} model calls, "
+      f"{int(calls['error'].notna().sum()) if 'error' in calls else 0} failed calls")
+(frame.assign(steps=frame["p1_steps"] + frame["p2_steps"]).groupby("task", sort=False)
+ .agg(episodes=("seed", "size"), final=("final", "mean"), diagnosis=("diagnosis", "mean"),
+      repair=("repair", "mean"), mean_steps=("steps", "mean")).round(3))
+
+# %% [markdown]
+# ## Cost, tokens and latency
+#
+# Tokens are what the endpoint reported for each call; cost applies the two prices from the
+# parameters (set them to your model's). Latency is the wall time of a call, retries included;
+# it depends on the machine and the load, so it is the one column that changes from run to run.
+
+# %%
+from IPython.display import Markdown, display
+
+from srelib.stats import to_markdown
+
+
+def cost_row(group: pd.DataFrame, episodes: int) -> dict:
+    prompt, completion = int(group["prompt_tokens"].fillna(0).sum()), int(
+        group["completion_tokens"].fillna(0).sum())
+    cost = prompt / 1000 * PRICE_PER_1K_INPUT + completion / 1000 * PRICE_PER_1K_OUTPUT
+    return {"episodes": episodes, "calls": len(group), "prompt tokens": prompt,
+            "completion tokens": completion, "tokens per call": round((prompt + completion)
+                                                                      / max(1, len(group))),
+            "cost (USD)": f"{cost:.4f}", "cost per episode (USD)": f"{cost / max(1, episodes):.4f}",
+            "mean latency per call": f"{group['latency_s'].mean():6.2f} s"}
+
+
+per_episode_count = frame.groupby("task").size()
+costs = pd.DataFrame([{"task": task, **cost_row(group, int(per_episode_count[task]))}
+                      for task, group in calls.groupby("task", sort=False)])
+costs.loc[len(costs)] = {"task": "all tasks", **cost_row(calls, len(frame))}
+display(Markdown(to_markdown(costs, index=False)))
+
+# %% [markdown]
+# ## Parse failures
+#
+# An unreadable reply costs a step of the budget and a small penalty; after three in a row the
+# policy gives up instead, which ends the episode. The rate below counts both kinds of step
+# (parse error and give-up) over all steps taken, from the stored trajectories.
+
+# %%
+from srelib.env.actions import GIVE_UP, PARSE_ERROR
+
+UNREADABLE = (PARSE_ERROR, GIVE_UP)
+rates = pd.DataFrame([{"task": e.task, "steps": sum(e.phase_steps),
+                       "unreadable": sum(r["action"]["action_type"] in UNREADABLE for r in e.steps),
+                       "gave up": e.ended_by == "give_up"} for e in episodes])
+rates = rates.groupby("task", sort=False).agg(
+    steps=("steps", "sum"), unreadable_replies=("unreadable", "sum"), gave_up=("gave up", "mean"))
+rates["unreadable per step"] = (rates["unreadable_replies"] / rates["steps"].clip(lower=1)).round(3)
+rates["episodes given up"] = rates.pop("gave_up").map(lambda v: f"{v:.0%}")
+rates
+
+# %% [markdown]
+# Why the replies failed: the parser's reason for every parse-error step, most common first.
+# The reasons are written for the model (it reads them on its next turn), so they also tell you
+# what to fix in a prompt or a decoding setting.
+
+# %%
+from collections import Counter
+
+reasons = Counter(record["action"]["parameters"].get("reason", "")
+                  for episode in episodes for record in episode.steps
+                  if record["action"]["action_type"] == PARSE_ERROR)
+gave_up = sum(1 for e in episodes for r in e.steps if r["action"]["action_type"] == GIVE_UP)
+top = pd.DataFrame(reasons.most_common(5), columns=["reason", "steps"])
+print(f"{sum(reasons.values())} parse-error steps, {len(reasons)} distinct reason(s); "
+      f"{gave_up} episode(s) ended with a give-up")
+display(Markdown(to_markdown(top, index=False)) if len(top) else Markdown("No parse failures."))
+
+# %% [markdown]
+# One raw failing reply, exactly as the model wrote it, from the conversations the policy still
+# holds (those of the last task's episodes), with what the parser made of it:
+
+# %%
+from srelib import parse_action
+
+last = len(frames[-1])
+replies = [m["content"] for lane in range(last) for m in policy.conversation(lane)
+           if m["role"] == "assistant"]
+failing = next((r for r in replies if not parse_action(r).ok), None)
+if failing is None:
+    print("Every reply the policy still holds parses as an action.")
+else:
+    print("reply: ", repr(failing[:300]))
+    print("parser:", parse_action(failing).error)
+
+# %% [markdown]
+# A capable model fails rarely and for varied reasons (a missing parameter, an action that is
+# not valid in this phase); a model that is too small or whose replies are cut off by
+# `MAX_TOKENS` fails on almost every step with one reason, as the tiny model does here.
+#
+# ## Stopping the server
+#
+# The last cell stops a server this notebook started; a configured endpoint is left alone.
+
+# %%
+endpoint.close()
+print("Stopped the local transformers serve." if served else
+      "Nothing to stop: the endpoint was configured outside this notebook.")

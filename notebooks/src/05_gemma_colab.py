@@ -1,0 +1,218 @@
+# %% [markdown]
+# # 05 · Gemma on a GPU (Colab or Runpod), against the scripted baselines
+#
+# This notebook runs a local chat model, by default Google's `gemma-3-1b-it`, through both
+# phases of the incidents with `srelib.policies.HFTransformersChatPolicy`, and compares it with
+# the scripted baselines of notebook 02 on the very same tasks and seeds. The episodes run in
+# **lockstep batches**: `srelib.evaluate` steps every environment of a batch together and asks
+# the model for all their next actions in one left-padded `generate` call, which is what makes
+# a small GPU worth using.
+#
+# * **On a GPU runtime** (Colab: *Runtime → Change runtime type → T4 GPU*; Runpod: any CUDA
+#   image) the model loads in 4-bit (bitsandbytes nf4), computing in bf16 where the GPU has it
+#   and fp32 otherwise, never fp16. Gemma is gated: accept its licence on the Hugging Face hub
+#   and log in (on Colab, add an `HF_TOKEN` secret).
+# * **Without CUDA** (a laptop, CI) `USE_TINY_MODEL` switches to srelib's tiny offline model of
+#   the same architecture and chat template, so every cell still runs for real; its scores only
+#   show that the pipeline works.
+
+# %% tags=["parameters"]
+MODEL_ID = "google/gemma-3-1b-it"  # any chat model on the hub, e.g. "google/gemma-3-4b-it"
+USE_TINY_MODEL = None              # None: the tiny offline model exactly when there is no CUDA
+SEEDS = 2                          # seeds per task, shared by the model and the baselines
+TASKS = ["memory_leak", "circuit_breaker_noop"]  # or "all"
+MAX_STEPS = 20                     # model calls per episode at most
+MAX_NEW_TOKENS = 384               # tokens per reply
+BATCH_SIZE = 16                    # episodes per lockstep batch (and per generate call)
+BASELINES = ["random", "heuristic", "heuristic-revert"]  # names from `srelib eval`
+
+# %%
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "srelib[hf,notebooks] @ git+https://github.com/srelib/srelib"], check=True)
+else:
+    print("Not on Colab: using the srelib installed in this environment.")
+
+# %% [markdown]
+# ## Which model runs
+#
+# The decision is printed, so a reader of the stored outputs knows which model produced them.
+
+# %%
+import torch
+from transformers.utils import logging as hf_logging
+
+hf_logging.disable_progress_bar()  # loading bars would make the stored outputs vary
+cuda = torch.cuda.is_available()
+use_tiny = (not cuda) if USE_TINY_MODEL is None else bool(USE_TINY_MODEL)
+if use_tiny:
+    why = "no CUDA device was found" if not cuda else "USE_TINY_MODEL is True"
+    print(f"Running the tiny offline test model instead of {MODEL_ID}: {why}. "
+          "Its scores only show that the pipeline works; run on a GPU for real numbers.")
+elif cuda:
+    print(f"Running {MODEL_ID} in 4-bit on {torch.cuda.get_device_name(0)}.")
+else:
+    print(f"Running {MODEL_ID} on the CPU (USE_TINY_MODEL is False and there is no CUDA): "
+          "unquantised and slow.")
+if not use_tiny:
+    from huggingface_hub import get_token
+
+    if get_token() is None:
+        print("No Hugging Face token found: a gated model (Gemma) will not download. Accept its "
+              "licence on the hub, then log in (huggingface_hub.login() or an HF_TOKEN secret).")
+
+# %% [markdown]
+# ## Loading the policy
+#
+# Greedy decoding (`temperature=0`) gives the same replies whether an episode runs alone or in
+# a batch, so results do not depend on `BATCH_SIZE`. Gemma's chat template has no system role;
+# the policy learns that from the template and folds the system prompt into the first user turn.
+
+# %%
+from srelib.policies import HFTransformersChatPolicy
+from srelib.testing import TINY_PROMPT_LIMITS, tiny_chat_model
+
+if use_tiny:
+    model_name = "tiny"
+    policy = HFTransformersChatPolicy(tiny_chat_model(), load_in_4bit=False, temperature=0,
+                                      max_new_tokens=min(MAX_NEW_TOKENS, 32), name=model_name,
+                                      max_batch_size=BATCH_SIZE, **TINY_PROMPT_LIMITS)
+else:
+    model_name = MODEL_ID.split("/")[-1]
+    policy = HFTransformersChatPolicy(MODEL_ID, load_in_4bit=True, temperature=0,
+                                      max_new_tokens=MAX_NEW_TOKENS, max_batch_size=BATCH_SIZE,
+                                      name=model_name)
+parameters = sum(p.numel() for p in policy.model.parameters())
+print(f"{model_name}: {parameters:,} parameters, weights in {policy.model.dtype}, "
+      f"replies of at most {policy.max_new_tokens} tokens")
+
+# %% [markdown]
+# ## The runs
+#
+# The model and the baselines play the same grid: the tasks above in the joint pools (C for the
+# training tasks, D for the held-out ones), seeds `0 .. SEEDS-1`. The baselines run without the
+# `MAX_STEPS` cap, which only bounds the model's calls. Episodes and trajectories go to a run
+# directory, for the failure analysis below.
+
+# %%
+import tempfile
+import time
+
+import pandas as pd
+
+import srelib
+from srelib.cli import scripted_policy
+from srelib.results import load_episodes
+
+run_dir = tempfile.mkdtemp(prefix="srelib-gemma-")
+grid = {"tasks": TASKS, "pools": ("C", "D"), "seeds": SEEDS, "out": run_dir, "progress": False}
+started = time.perf_counter()
+model_frame = srelib.evaluate({model_name: policy}, max_steps=MAX_STEPS, batch_size=BATCH_SIZE,
+                              **grid)
+model_seconds = time.perf_counter() - started
+baseline_frame = srelib.evaluate({name: scripted_policy(name) for name in BASELINES}, **grid)
+frame = pd.concat([model_frame, baseline_frame], ignore_index=True)
+episodes = load_episodes(run_dir)
+order = [model_name, *BASELINES]
+print(f"{len(model_frame)} {model_name} episodes in lockstep batches of up to {BATCH_SIZE}, "
+      f"{len(baseline_frame)} baseline episodes, {len(policy.usage)} generated replies")
+
+# %% [markdown]
+# ## Gemma against the baselines
+#
+# Mean final score per task with a 95% bootstrap interval over seeds, then one point per episode.
+
+# %%
+from IPython.display import Markdown, display
+
+from srelib.stats import summary_table, to_markdown
+
+display(Markdown(to_markdown(summary_table(frame)[order])))
+
+# %%
+%matplotlib inline
+from srelib import plots
+
+plots.score_distributions(frame, policies=order)
+
+# %% [markdown]
+# ## Where it fails
+#
+# **Components lost.** The bars stack each component's weighted contribution, so the gap between
+# a bar and the top of the axis is score left on the table; the table names, per policy, the
+# component that costs it most.
+
+# %%
+plots.component_breakdown(frame, policies=order)
+
+# %%
+from srelib.env.grading import WEIGHTS
+
+components = frame.groupby("policy")[list(WEIGHTS)].mean().reindex(order)
+lost = (1 - components).mul(pd.Series(WEIGHTS))
+components["loses most on"] = lost.idxmax(axis=1)
+components["weighted loss"] = lost.max(axis=1)
+components.round(3)
+
+# %% [markdown]
+# **Parse failures.** A reply the parser cannot read costs a step and a small penalty; three in a
+# row and the policy gives up, ending the episode. Scripted policies never fail to parse, so
+# their bars sit at zero.
+
+# %%
+plots.parse_failure_rate(frame, policies=order)
+
+# %%
+from collections import Counter
+
+from srelib.env.actions import GIVE_UP, PARSE_ERROR
+
+mine = [e for e in episodes if e.policy == model_name]
+reasons = Counter(r["action"]["parameters"].get("reason", "") for e in mine for r in e.steps
+                  if r["action"]["action_type"] == PARSE_ERROR)
+ended = Counter(e.ended_by for e in mine)
+print(f"{model_name}: {sum(reasons.values())} parse-error steps in {len(mine)} episodes; "
+      "episodes ended by: " + ", ".join(f"{k} {v}" for k, v in sorted(ended.items())))
+top = pd.DataFrame(reasons.most_common(3), columns=["most common reasons", "steps"])
+display(Markdown(to_markdown(top, index=False)) if len(top) else Markdown("No parse failures."))
+
+# %% [markdown]
+# **One trajectory.** The model's lowest-scoring episode (the first seed among ties), step by
+# step: what it did, whether the environment accepted it, and why not.
+
+# %%
+def excerpt(episode, rows: int = 12) -> pd.DataFrame:
+    """The first ``rows`` steps: phase, action, target, validity, and the parser's or the
+    environment's reason when the step failed."""
+    lines = []
+    for record in episode.steps[:rows]:
+        action = record["action"]
+        why = (action.get("parameters") or {}).get("reason") or record.get("error") or ""
+        lines.append({"step": record["step"], "phase": record["phase"],
+                      "action": action["action_type"], "target": action.get("target_service") or "",
+                      "valid": record["valid"], "why not": why[:90]})
+    return pd.DataFrame(lines)
+
+
+worst = min(mine, key=lambda e: e.final)  # the first of equals, in the order they ran
+print(f"{worst.policy} on {worst.task} (pool {worst.pool}, seed {worst.seed}): final "
+      f"{worst.final:.3f}, {len(worst.steps)} steps, ended by {worst.ended_by}")
+excerpt(worst)
+
+# %% [markdown]
+# ## On a GPU: memory and batch throughput
+#
+# How much memory the batched run needed and how fast the batches generated. This needs CUDA;
+# without it the cell says so and does nothing.
+
+# %%
+if not cuda:
+    print("Skipped: no CUDA device, so there is no GPU memory or throughput to report.")
+else:
+    generated = sum(u["completion_tokens"] or 0 for u in policy.usage)
+    print(f"peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB; "
+          f"{generated:,} tokens generated for {len(model_frame)} episodes in "
+          f"{model_seconds:.1f} s ({generated / model_seconds:.0f} tok/s, environments included)")
