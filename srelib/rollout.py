@@ -398,13 +398,18 @@ class _Lane:
 
 
 def _attribute_usage(policy, mark: int | None, lanes: list[_Lane]) -> None:
+    """Credit each call record since ``mark`` to the lane it served: its ``item`` index in the
+    batch (records without one are taken to come in batch order)."""
     usage = getattr(policy, "usage", None)
     if mark is None or not isinstance(usage, list):
         return
-    for lane, record in zip(lanes, usage[mark:]):
+    for position, record in enumerate(usage[mark:]):
+        item = record.get("item", position) if isinstance(record, dict) else position
+        if not isinstance(item, int) or not 0 <= item < len(lanes):
+            continue
         tokens, latency = _tokens_and_latency([record])
-        lane.tokens = (lane.tokens or 0) + tokens
-        lane.latency_s = (lane.latency_s or 0.0) + latency
+        lanes[item].tokens = (lanes[item].tokens or 0) + tokens
+        lanes[item].latency_s = (lanes[item].latency_s or 0.0) + latency
 
 
 def _usage_mark(policy) -> int | None:

@@ -232,6 +232,25 @@ def test_batch_policies_run_in_lockstep_one_call_per_step():
             assert tokens[key] == steps[key] * (100 + lane)
 
 
+class OutOfOrderPolicy(LockstepPolicy):
+    """Like a thread pool of HTTP calls: records arrive in reverse order, tagged with their item."""
+
+    def act_batch(self, items):
+        self.batch_calls += 1
+        for item in reversed(range(len(items))):
+            self.usage.append({"total_tokens": 100 + items[item][3], "latency_s": 0.5, "item": item})
+        return [self.lanes[lane](obs, phase, task) for obs, phase, task, lane in items]
+
+
+def test_tokens_follow_the_item_of_records_that_arrive_out_of_order():
+    frame = evaluate({"batched": OutOfOrderPolicy()}, tasks=["memory_leak", "info_ordering"],
+                     pools=["C"], seeds=3, progress=False, batch_size=4)
+    lane_of = {("memory_leak", 0): 0, ("memory_leak", 1): 1, ("memory_leak", 2): 2,
+               ("info_ordering", 0): 3, ("info_ordering", 1): 0, ("info_ordering", 2): 1}
+    for row in frame.itertuples():
+        assert row.tokens == (row.p1_steps + row.p2_steps) * (100 + lane_of[row.task, row.seed])
+
+
 def test_null_context_and_ceiling_table():
     tasks = ["memory_leak", "circuit_breaker_noop", "heldout_aliased_severity"]
     null = measure_null_context(RevertPhase2Policy, tasks=tasks, seeds=2)

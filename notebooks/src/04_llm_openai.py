@@ -227,9 +227,11 @@ else:
     print("parser:", parse_action(failing).error)
 
 # %% [markdown]
-# A capable model fails rarely and for varied reasons (a missing parameter, an action that is
-# not valid in this phase); a model that is too small or whose replies are cut off by
-# `MAX_TOKENS` fails on almost every step with one reason, as the tiny model does here.
+# Read the rate and the number of distinct reasons together: a capable model fails rarely and
+# for varied reasons (a missing parameter, an action that is not valid in this phase), while a
+# model that is too small, or whose replies `MAX_TOKENS` cuts off, fails on nearly every step
+# for one reason. The fix differs too: the prompt or the parser's hints in the first case, a
+# bigger model or a longer reply budget in the second.
 #
 # ## Stopping the server
 #

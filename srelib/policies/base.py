@@ -109,13 +109,26 @@ class CompositePolicy:
         for part, in_phase1 in ((self.phase1, True), (self.phase2, False)):
             picked = [i for i, (_, phase, _, _) in enumerate(parts) if (phase == 1) == in_phase1]
             if picked:
+                usage = getattr(part, "usage", None)
+                mark = len(usage) if isinstance(usage, list) else None
                 for i, action in zip(picked, part.act_batch([parts[i] for i in picked])):
                     actions[i] = action
+                _renumber_items(usage, mark, picked)
         return actions  # type: ignore[return-value]
 
     def _reset_batch(self, episodes: Sequence) -> None:
         self.phase1.reset_batch(episodes)
         self.phase2.reset_batch(episodes)
+
+
+def _renumber_items(usage, mark: int | None, picked: list[int]) -> None:
+    """Map the ``item`` of a part's new call records from its sub-batch to the whole batch."""
+    if mark is None:
+        return
+    for record in usage[mark:]:
+        item = record.get("item") if isinstance(record, dict) else None
+        if isinstance(item, int) and 0 <= item < len(picked):
+            record["item"] = picked[item]
 
 
 class _Lane:

@@ -156,9 +156,10 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         new_tokens = output[:, width:]
         texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         stops = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.pad_token_id}
-        for row, prompt_len in zip(new_tokens.tolist(), batch["attention_mask"].sum(1).tolist()):
+        rows = zip(new_tokens.tolist(), batch["attention_mask"].sum(1).tolist())
+        for item, (row, prompt_len) in enumerate(rows):
             produced = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
-            self._record(int(prompt_len), produced, latency)
+            self._record(int(prompt_len), produced, latency, item=item)
         return texts
 
 

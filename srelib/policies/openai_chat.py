@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -56,6 +57,8 @@ class OpenAIChatPolicy(ChatPolicyBase):
         self.max_concurrency = int(max_concurrency)
         self.fold_system = fold_system
         self._fold_probed = False
+        self._fold_lock = threading.Lock()
+        self._item = threading.local()  # which conversation of a batch this thread serves
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.name = name or f"openai:{model}"
         self._client = OpenAI(api_key=api_key or os.environ.get("OPENAI_API_KEY") or _UNSET_KEY,
@@ -67,10 +70,15 @@ class OpenAIChatPolicy(ChatPolicyBase):
 
     def _complete(self, conversations: list[list[dict]]) -> list[str | BaseException]:
         if len(conversations) == 1:
-            return [self._call(conversations[0])]
+            return [self._call_item(0, conversations[0])]
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(conversations)),
                                 thread_name_prefix="srelib-openai") as pool:
-            return list(pool.map(self._call, conversations))
+            return list(pool.map(self._call_item, range(len(conversations)), conversations))
+
+    def _call_item(self, item: int, messages: list[dict]) -> str | BaseException:
+        """Serve conversation ``item`` of a batch; its usage records carry that index."""
+        self._item.value = item
+        return self._call(messages)
 
     def _call(self, messages: list[dict]) -> str | BaseException:
         """One completion, with the system prompt folded in if the server needs that."""
@@ -80,14 +88,19 @@ class OpenAIChatPolicy(ChatPolicyBase):
         if self.fold_system is None and messages and messages[0]["role"] == "system":
             if not isinstance(reply, BaseException):
                 self.fold_system = False
-            elif _server_refused(reply) and not self._fold_probed:
-                self._fold_probed = True  # probe once, so an outage does not double every call
-                folded = self._call_with_retries(fold_system(messages))
-                if not isinstance(folded, BaseException):
-                    log.warning("the server rejected the system role; folding it into the "
-                                "first user turn from now on")
-                    self.fold_system = True
-                    return folded
+            elif _server_refused(reply):
+                with self._fold_lock:  # one thread probes; the others wait for its verdict
+                    if self.fold_system is None and not self._fold_probed:
+                        self._fold_probed = True  # once, so an outage does not double every call
+                        folded = self._call_with_retries(fold_system(messages))
+                        if isinstance(folded, BaseException):
+                            return reply
+                        log.warning("the server rejected the system role; folding it into "
+                                    "the first user turn from now on")
+                        self.fold_system = True
+                        return folded
+                if self.fold_system:
+                    return self._call_with_retries(fold_system(messages))
         return reply
 
     def _call_with_retries(self, messages: list[dict]) -> str | BaseException:
@@ -103,7 +116,8 @@ class OpenAIChatPolicy(ChatPolicyBase):
                 usage = getattr(response, "usage", None)
                 self._record(getattr(usage, "prompt_tokens", None),
                              getattr(usage, "completion_tokens", None),
-                             time.perf_counter() - start, attempts=attempt + 1)
+                             time.perf_counter() - start, attempts=attempt + 1,
+                             item=getattr(self._item, "value", 0))
                 return text
             except Exception as error:  # noqa: BLE001 - every failure becomes an observation
                 if attempt < self.max_retries and _retryable(error):
@@ -113,6 +127,7 @@ class OpenAIChatPolicy(ChatPolicyBase):
                     attempt += 1
                     continue
                 self._record(None, None, time.perf_counter() - start, attempts=attempt + 1,
+                             item=getattr(self._item, "value", 0),
                              error=self._describe_error(error))
                 return error
 
