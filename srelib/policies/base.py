@@ -61,6 +61,19 @@ def call_reset(policy: Any, seed: int | None = None, task_name: str | None = Non
         reset()
 
 
+class EpisodeWatcher:
+    """Mixin for scripted policies: ``reset()`` when the step count goes back, i.e. a new
+    episode began without the runner calling ``reset`` (the seed's runners don't always)."""
+
+    _last_step = -1
+
+    def _watch_episode(self, observation: dict) -> None:
+        step = int(observation.get("steps_taken") or 0)
+        if step <= self._last_step:
+            self.reset()
+        self._last_step = step
+
+
 def split_item(item: Sequence, position: int) -> tuple[dict, int, str, Hashable]:
     """``(observation, phase, task_name[, lane])`` -> the four parts (lane defaults to position)."""
     if len(item) not in (3, 4):

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 from srelib.env.actions import DEPENDS_ON, SERVICES, ActionType
 from srelib.env.belief import BeliefState
-from srelib.policies.base import make_action
+from srelib.policies.base import EpisodeWatcher, make_action
 
 _STATUS_WEIGHT = {"down": 3.0, "degraded": 2.0}
 _SEVERITY_WEIGHT = {"critical": 2.0, "warning": 1.0}
@@ -55,7 +55,7 @@ def upstream_of(service: str) -> list[str]:
     return seen
 
 
-class HeuristicPhase1Policy:
+class HeuristicPhase1Policy(EpisodeWatcher):
     """Scripted SRE for phase 1 (see the module doc); in phase 2 it declares no change.
 
     ``investigate`` is how many of the loudest services get metrics and logs read;
@@ -91,10 +91,7 @@ class HeuristicPhase1Policy:
         self._last_step = -1
 
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
-        step = int(observation.get("steps_taken") or 0)
-        if step <= self._last_step:
-            self.reset()
-        self._last_step = step
+        self._watch_episode(observation)
         if phase != 1:
             return make_action(ActionType.DECLARE_NO_CHANGE, reason="phase-1 policy: no code work")
         self._absorb(observation)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from srelib.env.actions import SERVICES, ActionType
-from srelib.policies.base import make_action
+from srelib.policies.base import EpisodeWatcher, make_action
 
 _HUNK = re.compile(r"^@@ -(\d+(?:,\d+)?) \+(\d+(?:,\d+)?) @@(.*)$")
 _NO_FAULT = re.compile(r"\b(fault[_ ]class|suspected[_ ]fault[_ ]class)\b\W+none\b", re.IGNORECASE)
@@ -80,7 +80,7 @@ def suspicious_area(observation: dict) -> str | None:
     return None
 
 
-class RevertPhase2Policy:
+class RevertPhase2Policy(EpisodeWatcher):
     """Phase 2: get the suspect commit's diff, then propose its reverse (see module doc)."""
 
     name = "revert_p2"
@@ -94,10 +94,7 @@ class RevertPhase2Policy:
         self._last_step = -1
 
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
-        step = int(observation.get("steps_taken") or 0)
-        if step <= self._last_step:
-            self.reset()
-        self._last_step = step
+        self._watch_episode(observation)
         if phase != 2:
             return make_action(ActionType.TRANSITION_TO_PHASE2, belief=None)
         result = observation.get("action_result") or {}
