@@ -14,19 +14,12 @@ import pstats
 import os
 import statistics
 import sys
-import types
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-#: The seed policy module lives one folder above the checkout (``../shared/seed``).
-SEED_POLICIES = REPO_ROOT.parent / "shared" / "seed" / "policies.py"
-_SEED_IMPORTS = (
-    "from ..models import ActionType, BeliefState\n",
-    "from ..pools import oracle_belief\n",
-    "from ..tasks import get_scenario\n",
-)
-_SRELIB_IMPORT = "from srelib import ActionType, BeliefState, oracle_belief, get_scenario\n"
+sys.path.insert(0, str(REPO_ROOT))
+from srelib.testing import SEED_POLICIES, load_seed_policies  # noqa: E402,F401 - re-exported
 
 
 @dataclass
@@ -60,22 +53,6 @@ def rss_mb() -> float:
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak / (2**20 if sys.platform == "darwin" else 2**10)
-
-
-def load_seed_policies(path: str | os.PathLike = SEED_POLICIES) -> types.ModuleType:
-    """The seed's policy module, its three relative imports pointed at srelib (as the tests do)."""
-    text = Path(path).read_text()
-    missing = [line for line in _SEED_IMPORTS if line not in text]
-    if missing:
-        raise ValueError(f"{path} does not have the seed's imports {missing!r}")
-    text = text.replace(_SEED_IMPORTS[0], _SRELIB_IMPORT)
-    for line in _SEED_IMPORTS[1:]:
-        text = text.replace(line, "")
-    module = types.ModuleType("seed_policies")
-    module.__file__ = str(path)
-    sys.modules[module.__name__] = module
-    exec(compile(text, str(path), "exec"), module.__dict__)  # noqa: S102 - the trusted seed file
-    return module
 
 
 def profile_text(call, top: int) -> str:

@@ -13,12 +13,9 @@ from srelib.policies import (CompositePolicy, HeuristicPhase1Policy, NullPhase1P
                              call_reset)
 from srelib.policies.prompts import CUT_MARK, SYSTEM_PROMPT, Transcript, cut_middle, render_observation
 from srelib.policies.revert import reverse_diff
+from srelib.validity import pool_for as joint_pool
 
 TASKS = list(srelib.TASKS)
-
-
-def joint_pool(task):
-    return "D" if srelib.get_scenario(task).heldout else "C"
 
 
 def run(policy, task, pool=None, mode=None, seed=0):

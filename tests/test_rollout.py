@@ -280,33 +280,17 @@ def test_heuristic_and_revert_baselines_vary_over_fifty_seeds():
         assert len(flat) <= 4, f"{policy}: std of final < 0.01 over 50 seeds on {flat}"
 
 
-def _seed_module(tmp_path):
+def _seed_module():
     """The seed's policies.py, with its three relative imports replaced as DESIGN.md says."""
-    import importlib.util
-    from pathlib import Path
+    from srelib.testing import SEED_POLICIES, load_seed_policies
 
-    seed_file = Path(__file__).resolve().parents[2] / "shared" / "seed" / "policies.py"
-    if not seed_file.exists():
-        pytest.skip(f"the seed document is not in this checkout ({seed_file})")
-    source = seed_file.read_text()
-    for line in ("from ..models import ActionType, BeliefState", "from ..pools import oracle_belief",
-                 "from ..tasks import get_scenario"):
-        assert line in source
-        source = source.replace(line, "")
-    source = source.replace(
-        "from dataclasses import asdict",
-        "from dataclasses import asdict\nfrom srelib import ActionType, BeliefState, "
-        "oracle_belief, get_scenario")
-    path = tmp_path / "seed_policies.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("seed_policies", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    if not SEED_POLICIES.exists():
+        pytest.skip(f"the seed document is not beside this checkout ({SEED_POLICIES})")
+    return load_seed_policies()
 
 
-def test_the_seed_policies_run_unchanged_through_evaluate(tmp_path):
-    seed = _seed_module(tmp_path)
+def test_the_seed_policies_run_unchanged_through_evaluate():
+    seed = _seed_module()
     frame = evaluate({"seed-null": seed.NullPhase1Policy(), "seed-random": seed.RandomPhase2Policy(0),
                       "seed-oracle": seed.OracleP1ThenRandomP2Policy(0)},
                      tasks=["memory_leak", "circuit_breaker_noop"], pools=["B", "C"], seeds=2,

@@ -4,9 +4,7 @@ re-grading saved trajectories."""
 from __future__ import annotations
 
 import json
-import types
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 
@@ -16,16 +14,9 @@ from srelib.env.pools import POOLS, oracle_belief
 from srelib.env.repos import load_repo
 from srelib.env.scenarios import TASKS, get_scenario
 from srelib.policies.reference import ReferencePolicy
+from srelib.testing import SEED_POLICIES, load_seed_policies
 from srelib.validity import (GATE, format_validity_summary, format_validity_table, play, pool_for,
                              validity_table)
-
-SEED_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "seed" / "policies.py"
-SEED_IMPORTS = (
-    "from ..models import ActionType, BeliefState\n",
-    "from ..pools import oracle_belief\n",
-    "from ..tasks import get_scenario\n",
-)
-
 
 def test_validity_gate_holds_on_every_task(capsys):
     rows = validity_table()
@@ -57,18 +48,9 @@ def test_pool_b_starts_in_phase_two_with_the_oracle_handoff(task):
 
 
 def _seed_module():
-    if not SEED_FILE.exists():
-        pytest.skip(f"seed policies not found at {SEED_FILE} (expected ../shared/seed/policies.py)")
-    text = SEED_FILE.read_text()
-    for line in SEED_IMPORTS:
-        assert line in text, f"seed import changed: {line!r}"
-        text = text.replace(line, "", 1)
-    header = "from srelib import ActionType, BeliefState, oracle_belief, get_scenario\n"
-    text = text.replace("from __future__ import annotations\n",
-                        "from __future__ import annotations\n" + header, 1)
-    module = types.ModuleType("seed_policies")
-    exec(compile(text, str(SEED_FILE), "exec"), module.__dict__)
-    return module
+    if not SEED_POLICIES.exists():
+        pytest.skip(f"seed policies not found at {SEED_POLICIES} (expected ../shared/seed/policies.py)")
+    return load_seed_policies()
 
 
 def test_seed_policies_run_over_every_task_and_pool():

@@ -13,7 +13,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from srelib.testing import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 HERE = Path(__file__).parent
@@ -31,12 +32,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"Chromium is not installed at {CHROMIUM} "
                                        "(apt-get install chromium)")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -64,7 +59,7 @@ def jupyterlab(tmp_path):
     (settings / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}')
     shutil.copy(HERE / "fixtures" / "stepper.ipynb", root / "stepper.ipynb")
-    token, port = secrets.token_hex(16), _free_port()
+    token, port = secrets.token_hex(16), free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
            "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_PLATFORM_DIRS": "1",
            "IPYTHONDIR": str(tmp_path / "ipython")}
