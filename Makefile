@@ -3,6 +3,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the scripted demo needs no model libraries: srelib with matplotlib, pandas and tqdm
+DEMO_STAMP := $(VENV)/.demo-installed
 # torch is pinned here, in the same pip command as transformers, so pip takes the local CPU
 # wheel; the package itself never pins torch (Colab and Runpod bring their own).
 TEST_PINS := torch==2.13.0 transformers==5.24.0
@@ -15,13 +17,19 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q $(TEST_PINS) -e ".[llm,hf,notebooks,dev]"
 	touch $(STAMP)
 
+$(DEMO_STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[demo]"
+	touch $(DEMO_STAMP)
+
 setup: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/python -m pytest -q --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m srelib demo --out results
 
 lab: $(STAMP)

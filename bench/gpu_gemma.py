@@ -2,14 +2,17 @@
 
 No download: the model is built from a Gemma-3-1B text config written out below (hidden 1152,
 26 layers, 4 query heads, 1 key/value head, head_dim 256, MLP 6912, vocab 262144, 512-token
-sliding window on five of every six layers), in bf16 on CUDA (fp32 on a CPU; never fp16). The
+sliding window on five of every six layers), in bf16 on a GPU with native bf16 (compute
+capability 8.0 or newer), else fp32 (``resolve_dtype("auto")``; never fp16). The
 tokenizer is the tiny offline one from ``srelib.testing.tiny_chat_model``; the model's ids are
 mapped into its vocabulary modulo its size before decoding. For each batch size, that many
 joint episodes run in lockstep through ``HFTransformersChatPolicy.act_batch``
-(``srelib.rollout.run_lockstep``). A random model's replies do not parse, so each episode ends
-after the policy's ``max_failures`` (3) steps: every step generates ``--max-new-tokens`` tokens
-per episode. Reports generated tokens/s and episodes/min as JSON, on stdout and in
-``$OUT/gpu_bench.json`` when ``OUT`` is set.
+(``srelib.rollout.run_lockstep``), once with kept KV caches (``kv_cache=True``: each step
+prefills only the new turn) and once re-encoding every prompt (``kv_cache=False``). A random
+model's replies do not parse, so each episode ends after the policy's ``max_failures`` (3)
+steps: every step generates ``--max-new-tokens`` tokens per episode. Reports generated
+tokens/s, episodes/min, prompt and prefilled tokens and peak GPU memory per run as JSON, on
+stdout and in ``$OUT/gpu_bench.json`` when ``OUT`` is set.
 
     python bench/gpu_gemma.py                 # on a GPU machine; well under 4 minutes on an H200
     python bench/gpu_gemma.py --tiny          # a tiny config on the CPU, to check the script
@@ -92,12 +95,16 @@ def build_model(config_kwargs: dict, tokenizer, device: str, dtype):
 
 def rollouts(policy, batch_size: int, max_steps: int) -> dict:
     """Run ``batch_size`` joint episodes in lockstep; their wall time, tokens and throughput."""
+    import torch
+
     import srelib
     from srelib.rollout import EpisodeJob, run_lockstep
 
     jobs = [EpisodeJob("gemma3-1b-random", srelib.TASKS[n % len(srelib.TASKS)], None, "joint", n)
             for n in range(batch_size)]
     mark = len(policy.usage)
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     episodes = run_lockstep(policy, jobs, max_steps=max_steps)
     wall = time.perf_counter() - start
@@ -107,9 +114,12 @@ def rollouts(policy, batch_size: int, max_steps: int) -> dict:
     records = policy.usage[mark:]
     generated = sum(r["completion_tokens"] or 0 for r in records)
     prompt = sum(r["prompt_tokens"] or 0 for r in records)
-    return {"batch_size": batch_size, "wall_s": round(wall, 3),
+    peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None
+    return {"batch_size": batch_size, "kv_cache": policy.kv_cache, "wall_s": round(wall, 3),
             "steps": sum(1 for e in episodes for r in e.steps if r["step"] > 0),
             "generated_tokens": generated, "prompt_tokens": prompt,
+            "prefill_tokens": sum(r["prefill_tokens"] for r in records),
+            "peak_gpu_gib": None if peak is None else round(peak, 2),
             "tokens_per_s": round(generated / wall, 1),
             "episodes_per_min": round(60 * batch_size / wall, 1)}
 
@@ -130,24 +140,26 @@ def main(argv: list[str] | None = None) -> dict:
     import transformers
     from transformers import AutoTokenizer
 
-    from srelib.policies.hf_chat import HFTransformersChatPolicy
+    from srelib.policies.hf_chat import HFTransformersChatPolicy, resolve_dtype
     from srelib.testing import tiny_chat_model
 
     started = time.perf_counter()
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
-    dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
+    dtype = resolve_dtype("auto")
     tokenizer = AutoTokenizer.from_pretrained(tiny_chat_model(
         args.model_dir or Path(tempfile.gettempdir()) / "srelib-bench-tiny-model"))
     config = TINY if args.tiny else GEMMA3_1B
     model = build_model(config, tokenizer, device, dtype)
     built = time.perf_counter() - started
-    policy = HFTransformersChatPolicy(
+    policies = [HFTransformersChatPolicy(
         model=model, tokenizer=ModuloTokenizer(tokenizer), temperature=0.0,
         max_new_tokens=max_new_tokens, obs_chars=args.obs_chars, max_history=4,
-        max_prompt_chars=4 * args.obs_chars, max_batch_size=max(batch_sizes), name="gemma3-1b")
-    rollouts(policy, 1, 1)  # warm-up: kernels, allocator
-    results = [rollouts(policy, b, args.max_steps) for b in batch_sizes]
+        max_prompt_chars=4 * args.obs_chars, max_batch_size=max(batch_sizes), kv_cache=cached,
+        name="gemma3-1b") for cached in (True, False)]
+    for policy in policies:
+        rollouts(policy, 1, 1)  # warm-up: kernels, allocator
+    results = [rollouts(policy, b, args.max_steps) for b in batch_sizes for policy in policies]
     summary = {
         "model": "Gemma-3-1B architecture, random init" if not args.tiny else "tiny Gemma3 config",
         "params": sum(p.numel() for p in model.parameters()),

@@ -35,13 +35,16 @@ SCRIPTS = {
     "bench_memory.py": (["--episodes", "10000", "--warmup", "500"],
                         ["--episodes", "60", "--warmup", "20"]),
     "bench_notebooks.py": ([], []),
+    "bench_serve.py": (["--seconds", "20", "--soak-seconds", "300"],
+                       ["--seconds", "2", "--soak-seconds", "10", "--seeds", "1",
+                        "--sweep-seeds", "1"]),
 }
 #: script -> (arguments that print a profile, metric whose miss asks for it)
 PROFILES = {
     "bench_grading.py": (["--profile", "20", "--patches", "10"], "unique patch (miss) median"),
     "bench_env.py": (["--profile", "25", "--seeds", "2"], "srelib / reference episodes/s"),
     "bench_generation.py": (["--profile", "20", "--max-steps", "4"],
-                            "lockstep / one-at-a-time episodes/s"),
+                            "lockstep_cached / one-at-a-time episodes/s"),
 }
 
 

@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "IncidentEnv": "srelib.env.core",
+    "RemoteEnv": "srelib.remote",
     "ActionType": "srelib.env.actions",
     "SERVICES": "srelib.env.actions",
     "FAULT_CLASSES": "srelib.env.actions",
@@ -23,10 +24,13 @@ _EXPORTS = {
     "parse_action": "srelib.parse",
     "Episode": "srelib.results",
     "load_run": "srelib.results",
+    "verify_episode": "srelib.verify",
     "run_episode": "srelib.rollout",
     "evaluate": "srelib.rollout",
     "measure_null_context": "srelib.rollout",
     "ceiling_table": "srelib.rollout",
+    "ablate": "srelib.ablations",
+    "Curriculum": "srelib.curriculum",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -4,6 +4,7 @@
     srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
     srelib report runs/h
     srelib demo --out results
+    srelib serve --port 8000 --max-sessions 16
 
 The demo's CSVs name a policy and a handoff "null": read them with
 ``pandas.read_csv(path, keep_default_na=False, na_values=[""])`` so it stays a name.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import time
 from pathlib import Path
 from typing import Sequence
@@ -28,10 +30,14 @@ POLICY_CLASSES: dict[str, tuple[str, ...]] = {
     "heuristic-revert": ("HeuristicPhase1Policy", "RevertPhase2Policy"),
     "reference": ("ReferencePolicy",),
 }
+#: Columns that change from run to run; the demo's CSVs leave them out so a rerun reproduces them.
+TIMING_COLUMNS = ("wall_s", "latency_s")
 #: What ``srelib demo`` runs: the baselines, then the ceiling of RevertPhase2Policy.
 DEMO_POLICIES = ("null", "random", "oracle-random", "heuristic", "heuristic-revert", "reference")
 DEMO_PHASE1 = {"heuristic": "HeuristicPhase1Policy"}
 DEMO_PHASE2 = "RevertPhase2Policy"
+#: The demo's paired comparison: what reverting the suspect's deploy adds to the heuristic SRE.
+DEMO_COMPARE = ("heuristic-revert", "heuristic")
 
 
 def build_policy(*class_names: str):
@@ -49,13 +55,28 @@ def scripted_policy(name: str):
     return functools.partial(build_policy, *POLICY_CLASSES[name])
 
 
+def registered_name(policy) -> str | None:
+    """The name ``srelib eval`` gives a policy built from the same srelib classes, if any
+    (``CompositePolicy(HeuristicPhase1Policy(), RevertPhase2Policy())`` is heuristic-revert)."""
+    import srelib.policies as policies
+
+    parts = (policy.phase1, policy.phase2) if isinstance(policy, policies.CompositePolicy) \
+        else (policy,)
+    for name, classes in POLICY_CLASSES.items():
+        if len(classes) == len(parts) and \
+                all(type(p) is getattr(policies, c) for p, c in zip(parts, classes)):
+            return name
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         return args.run(args)
     except ValueError as exc:
-        parser.error(str(exc))
+        args.parser.error(str(exc))  # the usage of the subcommand that failed
+    except OSError as exc:  # the file system refused: name the path and the reason
+        args.parser.error(f"{exc.filename or 'a file'}: {(exc.strerror or str(exc)).lower()}")
     return 2
 
 
@@ -64,35 +85,57 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     tasks = sub.add_parser("tasks", help="list the tasks and the pools")
-    tasks.set_defaults(run=_cmd_tasks)
+    tasks.set_defaults(run=_cmd_tasks, parser=tasks)
 
     ev = sub.add_parser("eval", help="evaluate scripted policies on a grid of episodes")
     ev.add_argument("--policy", action="append", required=True, metavar="NAME",
                     help=f"repeatable; one of: {', '.join(POLICY_CLASSES)}")
     ev.add_argument("--tasks", default="all", help="'all' or comma-separated task names")
-    ev.add_argument("--pools", default="C", help="comma-separated pools (A, B, C, D)")
+    ev.add_argument("--pools", type=_pools, default="C", help="comma-separated pools (A, B, C, D)")
     ev.add_argument("--seeds", type=_seeds, default=10, help="a count N (seeds 0..N-1) or a,b,c")
-    ev.add_argument("--workers", type=int, default=1, help="processes to spread episodes over")
-    ev.add_argument("--max-steps", type=int, default=None, help="cap on policy calls per episode")
+    ev.add_argument("--workers", type=_positive, default=1,
+                    help="processes to spread episodes over")
+    ev.add_argument("--max-steps", type=_positive, default=None,
+                    help="cap on policy calls per episode")
     ev.add_argument("--out", required=True, help="run directory (resumed if it exists)")
     ev.add_argument("--no-resume", action="store_true", help="discard episodes already in --out")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    ev.set_defaults(run=_cmd_eval)
+    ev.set_defaults(run=_cmd_eval, parser=ev)
 
     report = sub.add_parser("report", help="print a run's summary and write its plots")
-    report.add_argument("run_dir", help="a run directory written by 'srelib eval'")
+    report.add_argument("run_dir", help="a run directory written by 'srelib eval' "
+                        "(or its episodes.jsonl)")
     report.add_argument("--plots", default=None, help="where to write PNGs (default RUN/plots)")
     report.add_argument("--compare", default=None, metavar="A,B",
                         help="also print A - B per task, paired on seeds, with a bootstrap CI")
-    report.set_defaults(run=_cmd_report)
+    report.set_defaults(run=_cmd_report, parser=report)
 
     demo = sub.add_parser("demo", help="baselines and the oracle-P1 ceiling, written to --out")
     demo.add_argument("--out", default="results", help="output directory (CSV, Markdown, PNGs)")
     demo.add_argument("--seeds", type=_seeds, default=50, help="a count N or a,b,c")
-    demo.add_argument("--workers", type=int, default=2, help="processes to spread episodes over")
+    demo.add_argument("--workers", type=_positive, default=2,
+                      help="processes to spread episodes over")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    demo.set_defaults(run=_cmd_demo)
+    demo.set_defaults(run=_cmd_demo, parser=demo)
+
+    serve = sub.add_parser("serve", help="serve the environment over OpenEnv's protocol "
+                           "(needs pip install 'srelib[serve]')")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (default: this machine only)")
+    serve.add_argument("--port", type=_positive, default=8000)
+    serve.add_argument("--max-sessions", type=_positive, default=16,
+                       help="cap on concurrent sessions")
+    serve.add_argument("--idle-timeout", type=_positive, default=300,
+                       help="seconds after which an idle session is closed")
+    serve.set_defaults(run=_cmd_serve, parser=serve)
     return parser
+
+
+def _cmd_serve(args) -> int:
+    from srelib.server import serve
+
+    serve(args.host, args.port, max_sessions=args.max_sessions, idle_timeout=args.idle_timeout)
+    return 0
 
 
 def _cmd_tasks(args) -> int:
@@ -119,7 +162,8 @@ def _cmd_eval(args) -> int:
     from srelib.rollout import evaluate
 
     policies = {name: scripted_policy(name) for name in dict.fromkeys(args.policy)}
-    frame = evaluate(policies, tasks=args.tasks, pools=args.pools.split(","), seeds=args.seeds,
+    output_dir(args.out, "--out", create=False)  # evaluate creates it once the grid is valid
+    frame = evaluate(policies, tasks=args.tasks, pools=args.pools, seeds=args.seeds,
                      workers=args.workers, out=args.out, resume=not args.no_resume,
                      progress=not args.no_progress, max_steps=args.max_steps)
     _print_summary(frame)
@@ -128,7 +172,7 @@ def _cmd_eval(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from srelib.results import load_run
+    from srelib.results import load_run, run_directory
 
     frame = load_run(args.run_dir)
     if frame.empty:
@@ -142,7 +186,9 @@ def _cmd_report(args) -> int:
             raise ValueError(f"--compare takes two policy names A,B; got {args.compare!r}")
         print(f"\nPaired difference {names[0]} - {names[1]} (final score):\n")
         print(to_markdown(paired_difference(frame, *names), index=False))
-    written = _write_plots(frame, Path(args.plots or Path(args.run_dir) / "plots"))
+    plots = output_dir(args.plots, "--plots") if args.plots else \
+        output_dir(run_directory(args.run_dir) / "plots", "the run's plots folder")
+    written = _write_plots(frame, plots, compare=names if args.compare else None)
     print("\nplots: " + ", ".join(str(p) for p in written))
     return 0
 
@@ -152,28 +198,27 @@ def _cmd_demo(args) -> int:
     from srelib.rollout import ceiling_episodes, evaluate, summarize_ceiling
     from srelib.stats import to_markdown
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(args.out, "--out")
     start = time.perf_counter()
     common = {"seeds": args.seeds, "workers": args.workers, "progress": not args.no_progress}
     frame = evaluate({n: scripted_policy(n) for n in DEMO_POLICIES}, tasks="all",
                      pools=["C", "D"], **common)
-    frame.to_csv(out / "episodes.csv", index=False)
+    frame.drop(columns=list(TIMING_COLUMNS)).to_csv(out / "episodes.csv", index=False)
     summary = _print_summary(frame, DEMO_POLICIES)
     (out / "summary.md").write_text(summary + "\n")
-    written = _write_plots(frame, out, DEMO_POLICIES)
+    written = _write_plots(frame, out, DEMO_POLICIES, compare=DEMO_COMPARE)
 
     phase2 = functools.partial(build_policy, DEMO_PHASE2)
     phase1 = {n: functools.partial(build_policy, c) for n, c in DEMO_PHASE1.items()}
     episodes = ceiling_episodes(phase2, phase1, tasks="all", **common)
-    episodes.to_csv(out / "ceiling_episodes.csv", index=False)
+    episodes.drop(columns=list(TIMING_COLUMNS)).to_csv(out / "ceiling_episodes.csv", index=False)
     table = summarize_ceiling(episodes)
     table.to_csv(out / "ceiling.csv", index=False)
     markdown = to_markdown(_ceiling_cells(table))
     (out / "ceiling.md").write_text(markdown + "\n")
     print(f"\nOracle-P1 ceiling of {DEMO_PHASE2}: repair [95% CI] per handoff, and the gaps:\n")
     print(markdown)
-    _save(ceiling_gap(table), out / "ceiling_gap.png")
+    _save(ceiling_gap(table, phase2=DEMO_PHASE2), out / "ceiling_gap.png")
     written.append(out / "ceiling_gap.png")
     print(f"\nwrote {out}/episodes.csv, summary.md, ceiling.csv, ceiling.md and "
           f"{len(written)} plots in {time.perf_counter() - start:.0f}s")
@@ -208,15 +253,21 @@ def _print_summary(frame, policies: Sequence[str] | None = None) -> str:
     return text
 
 
-def _write_plots(frame, folder: Path, policies: Sequence[str] | None = None) -> list[Path]:
+def _write_plots(frame, folder: Path, policies: Sequence[str] | None = None,
+                 compare: Sequence[str] | None = None) -> list[Path]:
+    """The run's plots as PNGs in ``folder``; the parse-failure plot only when a reply failed
+    to parse, the paired difference only for a ``compare`` pair."""
     from srelib import plots
 
-    folder.mkdir(parents=True, exist_ok=True)
     figures = {"score_distributions.png": plots.score_distributions(frame, policies=policies),
                "score_ecdf.png": plots.score_distributions(frame, kind="ecdf", policies=policies),
                "components.png": plots.component_breakdown(frame, policies=policies),
-               "steps_per_phase.png": plots.steps_per_phase(frame, policies=policies),
-               "parse_failures.png": plots.parse_failure_rate(frame, policies=policies)}
+               "resolved.png": plots.resolved_rates(frame, policies=policies),
+               "steps_per_phase.png": plots.steps_per_phase(frame, policies=policies)}
+    if compare:
+        figures["paired_difference.png"] = plots.paired_difference(frame, *compare)
+    if plots.has_parse_failures(frame):
+        figures["parse_failures.png"] = plots.parse_failure_rate(frame, policies=policies)
     for name, fig in figures.items():
         _save(fig, folder / name)
     return [folder / name for name in figures]
@@ -226,8 +277,56 @@ def _save(fig, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def output_dir(path: str | os.PathLike, what: str, create: bool = True) -> Path:
+    """Check that the directory ``path`` can be written (and create it unless ``create`` is
+    False); otherwise a ValueError names the path and the problem (``what`` names the option)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{what} {path} is a file, not a directory")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"{what} {path} cannot be created: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        problem = "is not writable" if existing == path else \
+            f"cannot be created: {existing} is not writable"
+        raise ValueError(f"{what} {path} {problem}")
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"{what} {path} cannot be created: {exc.strerror.lower()}") from None
+    return path
+
+
 def _seeds(text: str):
+    """``N`` (seeds 0..N-1, N >= 1) or a comma list of seeds >= 0."""
     try:
-        return int(text) if "," not in text else [int(s) for s in text.split(",") if s.strip()]
+        seeds = int(text) if "," not in text else [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"seeds must be a count or a comma list, got {text!r}")
+    if isinstance(seeds, int) and seeds < 1:
+        raise argparse.ArgumentTypeError(f"seeds must be >= 1 (a count of seeds), got {seeds}")
+    if isinstance(seeds, list) and (not seeds or min(seeds) < 0):
+        raise argparse.ArgumentTypeError(f"a seed list holds seeds >= 0, got {text!r}")
+    return seeds
+
+
+def _pools(text: str) -> list[str]:
+    from srelib.env.pools import POOLS
+
+    pools = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in pools if p not in POOLS]
+    if unknown or not pools:
+        raise argparse.ArgumentTypeError(f"unknown pools {unknown or [text]}; "
+                                         f"valid pools: {', '.join(POOLS)}")
+    return pools
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value

@@ -42,6 +42,12 @@ STYLE = """
 .srl-pos{color:#1a7f37}.srl-neg{color:#cf222e}
 .srl details{margin:4px 0;border:1px solid #d0d7de;border-radius:6px;padding:4px 8px}
 .srl summary{cursor:pointer}
+.srl-scroll{max-height:360px;overflow:auto;border:1px solid #d0d7de;border-radius:4px}
+.srl-html,.srl-html>.widget-html-content{min-width:0;max-width:100%}
+.srl-html .srl{min-width:0;width:100%}
+.srl .srl-tests{table-layout:fixed;width:100%}
+.srl-tests td,.srl-tests th{overflow-wrap:anywhere}
+.srl-tests .srl-group{width:8.5em}.srl-tests .srl-result{width:3.5em}
 """
 
 #: Status colours as in the CSS, with a symbol so the board does not rely on colour alone.
@@ -49,6 +55,9 @@ STATUS_SYMBOL = {"healthy": "\u25cf", "degraded": "\u25b2", "down": "\u2716"}
 MAX_HINTS = 12
 SEP = " \u00b7 "
 MAX_TABLE_ROWS = 200
+#: Units of the metrics ``check_metrics`` returns (scenarios.METRIC_NAMES, plus replicas).
+METRIC_UNITS = {"cpu": "%", "memory": "%", "error_rate": "%", "latency_p50": "ms",
+                "latency_p95": "ms", "latency_p99": "ms", "rps": "req/s", "replicas": "pods"}
 
 
 def style_tag() -> str:
@@ -81,10 +90,38 @@ def signed(value: float) -> str:
 
 # ---------------------------------------------------------------- observation-level panes
 
+def in_service_order(mapping: dict | None) -> list[tuple]:
+    """``mapping``'s items with services in ``SERVICES`` order (others after, as given)."""
+    rank = _service_rank()
+    return sorted((mapping or {}).items(), key=lambda kv: rank.get(kv[0], len(rank)))
+
+
+def _service_rank() -> dict[str, int]:
+    from srelib.env.actions import SERVICES
+
+    return {s: i for i, s in enumerate(SERVICES)}
+
+
+def _services_sorted(value: Any) -> Any:
+    """A list of service names, or a dict keyed by them, in SERVICES order; else ``value``."""
+    rank = _service_rank()
+    if isinstance(value, dict) and value and all(k in rank for k in value):
+        return dict(in_service_order(value))
+    if isinstance(value, list) and all(isinstance(v, str) and v in rank for v in value):
+        return sorted(value, key=rank.__getitem__)
+    return value
+
+
+def counter(steps_taken: Any, max_steps: Any, phase: Any, done: bool = False) -> str:
+    """``step 3/40 · phase 1`` (and ``done``): how the stepper and the viewer number steps."""
+    ended = f"{SEP}done" if done else ""
+    return f"<b>step {_text(steps_taken)}/{_text(max_steps)}</b>{SEP}phase {_text(phase)}{ended}"
+
+
 def status_board(statuses: dict[str, str] | None) -> str:
-    """The seven services as coloured chips (colour plus symbol plus word)."""
+    """The seven services as coloured chips (colour plus symbol plus word), in SERVICES order."""
     chips = []
-    for service, status in (statuses or {}).items():
+    for service, status in in_service_order(statuses):
         status = str(status)
         cls = f"srl-{status}" if status in STATUS_SYMBOL else "srl-unknown"
         chips.append(f'<div class="srl-svc {cls}" title="{_text(service)}: {_text(status)}">'
@@ -143,7 +180,7 @@ def last_action(action: dict | None, obs: dict) -> str:
     """The action just taken, its one-line message, and its result rendered for people."""
     head = f"<h3>Last action: {action_label(action)}</h3>" if action else "<h3>Episode start</h3>"
     message = f'<div class="srl-meta">{_text(obs.get("action_message"))}</div>'
-    body = action_result(obs.get("action_result"), skip=("belief",))  # the belief pane has it
+    body = _result_once(obs, skip=("belief",))  # the belief pane has the belief
     if isinstance(action, dict) and isinstance(action.get("parameters"), dict):
         diff = action["parameters"].get("diff")
         if isinstance(diff, str) and diff:
@@ -152,6 +189,14 @@ def last_action(action: dict | None, obs: dict) -> str:
 
 
 # ---------------------------------------------------------------- action results
+
+def _result_once(obs: dict, skip: Iterable[str] = ()) -> str:
+    """The observation's action result, less what its action message already says."""
+    result, message = obs.get("action_result"), obs.get("action_message")
+    if isinstance(result, dict) and message:
+        skip = (*skip, *(k for k, v in result.items() if v == message))
+    return action_result(result, skip=skip)
+
 
 def action_result(result: Any, skip: Iterable[str] = ()) -> str:
     """An ``action_result`` dict as tables, coloured logs, sparklines, code and diffs.
@@ -249,15 +294,16 @@ def log_lines(logs: list) -> str:
                      f'{_text(entry.get("service"))}: '
                      f'<span class="srl-lv-{escape(level)}">{_text(entry.get("message"))}</span>'
                      f'{trace}')
-    return f'<div class="srl-log">{"<br>".join(lines) or "(no log lines)"}</div>'
+    return f'<div class="srl-log srl-scroll">{"<br>".join(lines) or "(no log lines)"}</div>'
 
 
 def _logs(logs: list, _result: dict) -> str:
     return f"<h3>Logs ({len(logs)})</h3>" + log_lines(logs)
 
 
-def sparkline(values: list[float], label: str, width: int = 150, height: int = 34) -> str:
-    """A small inline-SVG line plot with its label, range and latest value."""
+def sparkline(values: list[float], label: str, width: int = 150, height: int = 34,
+              unit: str = "") -> str:
+    """A small inline-SVG line plot with its label, range and latest value (in ``unit``)."""
     points = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if not points:
         return ""
@@ -267,8 +313,9 @@ def sparkline(values: list[float], label: str, width: int = 150, height: int = 3
     coords = " ".join(f"{i * step:.1f},{height - 2 - (v - low) / span * (height - 4):.1f}"
                       for i, v in enumerate(points))
     last_x, last_y = coords.rsplit(" ", 1)[-1].split(",")
+    unit = f"\u202f{_text(unit)}" if unit else ""
     return (f'<div class="srl-spark"><div class="srl-meta">{_text(label)}: '
-            f'<b>{points[-1]:.4g}</b> <small>[{low:.4g}\u2013{high:.4g}]</small></div>'
+            f'<b>{points[-1]:.4g}{unit}</b> <small>[{low:.4g}\u2013{high:.4g}{unit}]</small></div>'
             f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{_text(label)}">'
             f'<rect width="{width}" height="{height}" fill="#f6f8fa"/>'
@@ -292,7 +339,8 @@ def _metrics(metrics: Any, result: dict) -> str:
     else:
         return f"<pre>{_text(metrics)}</pre>"
     name = f" of {_text(result['service'])}" if result.get("service") else ""
-    plots = "".join(sparkline(values, key) for key, values in series.items())
+    plots = "".join(sparkline(values, key, unit=METRIC_UNITS.get(key, ""))
+                    for key, values in series.items())
     return f"<h3>Metrics{name}{span}</h3><div>{plots}</div>"
 
 
@@ -303,12 +351,13 @@ def _deploys(deploys: list, _result: dict) -> str:
 def _dependencies(deps: Any, _result: dict) -> str:
     if not isinstance(deps, dict):
         return f"<pre>{_text(deps)}</pre>"
-    return "<h3>Dependencies</h3>" + kv_table(deps)
+    return "<h3>Dependencies</h3>" + kv_table({k: _services_sorted(v) for k, v in deps.items()})
 
 
 def _health(check: Any, _result: dict) -> str:
-    return "<h3>Health check</h3>" + (kv_table(check) if isinstance(check, dict)
-                                      else f"<pre>{_text(check)}</pre>")
+    if not isinstance(check, dict):
+        return f"<h3>Health check</h3><pre>{_text(check)}</pre>"
+    return "<h3>Health check</h3>" + kv_table({k: _services_sorted(v) for k, v in check.items()})
 
 
 def _entries(entries: list, result: dict) -> str:
@@ -323,7 +372,7 @@ def code_block(content: str, first_line: int = 1) -> str:
         lines.pop()
     rows = "".join(f'<tr><td class="srl-ln">{n}</td><td>{escape(line)}</td></tr>'
                    for n, line in enumerate(lines, first_line))
-    return f'<table class="srl-code srl-mono">{rows}</table>'
+    return f'<div class="srl-scroll"><table class="srl-code srl-mono">{rows}</table></div>'
 
 
 def _content(content: Any, result: dict) -> str:
@@ -357,7 +406,7 @@ def diff_block(diff: str) -> str:
         else:
             cls = ""
         lines.append(f'<div class="{cls}">{escape(line) or "&nbsp;"}</div>')
-    return f'<div class="srl-log srl-mono">{"".join(lines)}</div>'
+    return f'<div class="srl-log srl-mono srl-scroll">{"".join(lines)}</div>'
 
 
 def _diff(diff: Any, _result: dict) -> str:
@@ -442,8 +491,9 @@ def patch_result(patch: dict | None) -> str:
                 '<span class="srl-neg">fail</span>'
             tests.append(f"<tr><td>{group}</td><td class='srl-mono'>{_text(test_id)}</td>"
                          f"<td>{mark}</td></tr>")
-    table = f"<table><tr><th>group</th><th>test</th><th>result</th></tr>{''.join(tests)}</table>" \
-        if tests else ""
+    # fixed layout: long test ids wrap, so the result column stays in a narrow pane
+    table = ('<table class="srl-tests"><tr><th class="srl-group">group</th><th>test</th>'
+             f'<th class="srl-result">result</th></tr>{"".join(tests)}</table>') if tests else ""
     error = f'<div class="srl-error">{_text(patch["apply_error"])}</div>' \
         if patch.get("apply_error") else ""
     return (f"<h3>Patch: applied {_text(patch.get('patch_applied'))}, resolved "
@@ -497,15 +547,19 @@ def timeline(steps: list[dict], current: int | None = None, width: int = 640) ->
 
 # ---------------------------------------------------------------- whole episodes
 
-def step_record(record: dict, obs: dict | None = None) -> str:
-    """One trajectory record: action, validity, reward, statuses, effect; the result if known."""
+def step_record(record: dict, obs: dict | None = None, board: bool = True) -> str:
+    """One trajectory record: action, validity, reward, statuses (unless ``board`` is False:
+    a pane shows them already), effect; the result if known."""
     reward = float(record.get("reward") or 0.0)
     parts = [f'<div>step {_text(record.get("step"))} \u00b7 phase {_text(record.get("phase"))} '
              f'\u00b7 minute {_text(record.get("minute"))} \u00b7 reward {signed(reward)}</div>',
              f'<div>{action_label(record.get("action"))}</div>']
-    if not record.get("valid", True) or record.get("error"):
+    result = (obs or {}).get("action_result")
+    explained = isinstance(result, dict) and "error" in result  # the result below says it
+    if (not record.get("valid", True) or record.get("error")) and not explained:
         parts.append(error_box(record.get("error") or "invalid action"))
-    parts.append(status_board(record.get("statuses")))
+    if board:
+        parts.append(status_board(record.get("statuses")))
     effect = record.get("effect") or {}
     if "belief" in effect:
         parts.append(belief(effect["belief"], oracle=bool(effect.get("oracle"))))
@@ -513,7 +567,7 @@ def step_record(record: dict, obs: dict | None = None) -> str:
         parts.append(kv_table({k: v for k, v in effect.items() if k != "diff"}))
     if obs is not None:
         parts.append(f'<div class="srl-meta">{_text(obs.get("action_message"))}</div>')
-        parts.append(action_result(obs.get("action_result"), skip=effect))
+        parts.append(_result_once(obs, skip=effect))
     action = record.get("action") or {}
     diff = (action.get("parameters") or {}).get("diff") if isinstance(action, dict) else None
     if isinstance(diff, str) and diff:

@@ -2,8 +2,11 @@
 
 A run directory holds ``run.json`` (the run's configuration, package versions and git revision)
 and ``episodes.jsonl`` (one :class:`Episode` per line, trajectory included, appended and flushed
-as each episode finishes). A killed run leaves at most one partial last line, which
-:func:`load_run` ignores and :class:`RunStore` cuts off before appending again.
+as each episode finishes). Readers skip lines that are not an Episode (a write cut short by a
+kill, a damaged disk) with a :class:`CorruptLinesWarning` that counts them; a resumed
+:class:`RunStore` rewrites the file without them. Writers take a lock on
+``episodes.jsonl.lock`` (``fcntl.flock``), so two processes filling one run directory never
+store an episode twice. ``run.json`` never holds secrets: see :mod:`srelib.redact`.
 """
 
 from __future__ import annotations
@@ -13,21 +16,29 @@ import os
 import platform
 import subprocess
 import time
+import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
 from srelib.env.actions import PARSE_ERROR
 
+try:
+    import fcntl
+except ImportError:  # Windows: appends are not locked
+    fcntl = None
+
 RUN_FILE = "run.json"
 EPISODES_FILE = "episodes.jsonl"
+LOCK_FILE = EPISODES_FILE + ".lock"
 #: The columns that identify an episode; resume and de-duplication key on them.
 KEY_COLUMNS = ("policy", "task", "pool", "mode", "seed")
 #: Score components in the order of ``grading.WEIGHTS`` (see docs/CONTRACTS.md, Scores).
 COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
 #: Columns of the frames that :func:`load_run` and :func:`srelib.evaluate` return.
-COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "p1_steps", "p2_steps", "terminated",
-           "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error")
+COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", "p1_steps", "p2_steps",
+           "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error")
 _VERSIONED = ("srelib", "numpy", "pandas", "matplotlib", "tqdm", "openai", "transformers", "torch")
 
 
@@ -38,7 +49,8 @@ class Episode:
     ``steps`` is the environment's trajectory (docs/CONTRACTS.md), including the handoff
     record; ``score`` is the ``score_trajectory`` breakdown; ``r_cross`` is None unless a
     null-handoff repair value was given. ``tokens`` and ``latency_s`` are None for policies that
-    do not record usage. ``error`` holds a policy exception that ended the episode early.
+    do not record usage. ``error`` holds the traceback of a policy or environment exception
+    that ended the episode early (``ended_by`` ``"policy_error"`` or ``"env_error"``).
     """
 
     policy: str
@@ -86,6 +98,12 @@ class Episode:
         p2 = sum(1 for r in self.steps if r.get("phase") == 2)
         return p1, p2
 
+    def __repr__(self) -> str:
+        final = "-" if self.final is None else f"{self.final:.3f}"
+        error = f", error={self.error[:60]!r}" if self.error else ""
+        return (f"Episode(task={self.task}, pool={self.pool}, seed={self.seed}, "
+                f"policy={self.policy}, final={final}, steps={len(self.steps)}{error})")
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -110,6 +128,7 @@ class Episode:
         p1, p2 = self.phase_steps
         values = {**{k: getattr(self, k) for k in KEY_COLUMNS}, "final": self.final,
                   **{c: score.get(c) for c in COMPONENTS}, "r_cross": self.r_cross,
+                  "resolved": (score.get("patch") or {}).get("resolved"),  # full, partial, no
                   "p1_steps": p1, "p2_steps": p2}
         values.update({k: getattr(self, k) for k in COLUMNS if k not in values})
         return values
@@ -131,82 +150,186 @@ def frame_from_episodes(episodes) -> "Any":
     return frame.loc[order].reset_index(drop=True)
 
 
+class CorruptLinesWarning(UserWarning):
+    """Some lines of an ``episodes.jsonl`` are not stored Episodes and were skipped."""
+
+
 class RunStore:
     """A run directory: ``run.json`` plus an append-only ``episodes.jsonl``.
 
-    ``RunStore(path, resume=True)`` keeps the episodes already stored (a truncated last line
-    from a killed run is cut off); ``resume=False`` starts the episode file afresh.
+    ``RunStore(path, resume=True)`` keeps the episodes already stored, rewriting the file
+    without corrupt or duplicate lines if it has any; ``resume=False`` starts it afresh.
+    Several stores (in several processes) may append to one directory at once: each append
+    happens under the directory's lock, after reading what the others have appended.
     """
 
     def __init__(self, path: str | os.PathLike, *, resume: bool = True):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.episodes_path = self.path / EPISODES_FILE
-        if not resume:
-            self.episodes_path.write_text("")
-        self._repair_tail()
-        self.done = {e.key for e in iter_episodes(self.path)}
+        self.done: set[tuple] = set()
+        self._read_to = (None, 0)  # (inode, offset) of the file read so far
+        with self._locked():
+            if not resume:
+                self.episodes_path.write_text("")
+            else:
+                self._rewrite_if_damaged()
+            self._catch_up()
 
     def write_config(self, config: dict[str, Any]) -> None:
-        """Write ``run.json``: the config, package versions and git revision (kept on resume)."""
+        """Write ``run.json``: the config with secrets redacted, package versions, git revision
+        and the isolation level patch grading ran under (kept on resume)."""
+        from srelib.env.sandbox import isolation_level
+        from srelib.redact import redact
+
         run_file = self.path / RUN_FILE
-        previous = json.loads(run_file.read_text()) if run_file.exists() else {}
-        now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        record = {"config": config, "versions": package_versions(), "git": git_revision(),
-                  "created": previous.get("created", now),
-                  "started": [*previous.get("started", []), now]}
-        run_file.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+        with self._locked():
+            previous = json.loads(run_file.read_text()) if run_file.exists() else {}
+            now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            record = {"config": redact(json.loads(json.dumps(config, default=str))),
+                      "versions": package_versions(), "git": git_revision(),
+                      "isolation": isolation_level(), "created": previous.get("created", now),
+                      "started": [*previous.get("started", []), now]}
+            _replace(run_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
     def append(self, episode: Episode) -> bool:
-        """Append one episode and flush; returns False (writing nothing) if it is already stored."""
-        if episode.key in self.done:
-            return False
-        with self.episodes_path.open("a", encoding="utf-8") as fh:
-            fh.write(episode.to_json() + "\n")
-            fh.flush()
-        self.done.add(episode.key)
+        """Append one episode and flush; returns False (writing nothing) if it is already stored,
+        by this store or by another writer."""
+        with self._locked():
+            self._catch_up()
+            if episode.key in self.done:
+                return False
+            with self.episodes_path.open("ab") as fh:
+                fh.write((episode.to_json() + "\n").encode())
+                fh.flush()
+                self._read_to = (os.fstat(fh.fileno()).st_ino, fh.tell())
+            self.done.add(episode.key)
         return True
 
-    def _repair_tail(self) -> None:
+    @contextmanager
+    def _locked(self):
+        with (self.path / LOCK_FILE).open("a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def _catch_up(self) -> None:
+        """Read the keys of lines appended since the last read (by anyone); cut off a partial
+        last line, which under the lock can only be a write that a kill cut short."""
+        if not self.episodes_path.exists():
+            self.episodes_path.touch()
+        with self.episodes_path.open("r+b") as fh:
+            inode, offset = self._read_to
+            stat = os.fstat(fh.fileno())
+            if stat.st_ino != inode or stat.st_size < offset:
+                offset = 0  # a new or rewritten file: read it all
+            fh.seek(offset)
+            data = fh.read()
+            whole = data.rfind(b"\n") + 1
+            if whole < len(data):
+                fh.truncate(offset + whole)
+            for line in data[:whole].split(b"\n"):
+                key = _line_key(line)
+                if key is not None:
+                    self.done.add(key)
+            self._read_to = (stat.st_ino, offset + whole)
+
+    def _rewrite_if_damaged(self) -> None:
         if not self.episodes_path.exists():
             return
         data = self.episodes_path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with self.episodes_path.open("r+b") as fh:
-                fh.truncate(data.rfind(b"\n") + 1)
+        kept, skipped, seen = [], 0, set()
+        for line in data.split(b"\n"):
+            key = _line_key(line)
+            if key is None:
+                skipped += bool(line.strip())
+            elif key not in seen:
+                seen.add(key)
+                kept.append(line + b"\n")
+        if skipped or len(kept) != data.count(b"\n"):
+            _replace(self.episodes_path, b"".join(kept))
+
+
+def _line_key(line: bytes) -> tuple | None:
+    """The key of a stored Episode line, or None for a blank or corrupt one."""
+    episode = _parse_line(line)
+    return None if episode is None else episode.key
+
+
+def _parse_line(line: bytes) -> Episode | None:
+    if not line.strip():
+        return None
+    try:
+        return Episode.from_json(line.decode("utf-8"))
+    except (UnicodeDecodeError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _replace(path: Path, content: str | bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("wb") as fh:
+        fh.write(content.encode() if isinstance(content, str) else content)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(temporary, path)
 
 
 def iter_episodes(path: str | os.PathLike) -> Iterator[Episode]:
-    """The episodes stored in a run directory, skipping a partial last line and duplicates."""
+    """The episodes stored in a run directory, skipping duplicates and corrupt lines (with a
+    :class:`CorruptLinesWarning` that counts them)."""
     episodes_path = Path(path) / EPISODES_FILE
     if not episodes_path.exists():
         return
-    seen = set()
-    with episodes_path.open(encoding="utf-8") as fh:
-        lines = fh.read().split("\n")
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            episode = Episode.from_json(line)
-        except (json.JSONDecodeError, TypeError, ValueError):
-            if number == len(lines):  # the half-written line of a killed run
-                break
-            raise ValueError(f"{episodes_path}:{number} is not a stored Episode") from None
-        if episode.key not in seen:
+    seen, corrupt = set(), []
+    for number, line in enumerate(episodes_path.read_bytes().split(b"\n"), 1):
+        episode = _parse_line(line)
+        if episode is None:
+            if line.strip():
+                corrupt.append(number)
+        elif episode.key not in seen:
             seen.add(episode.key)
             yield episode
+    if corrupt:
+        shown = ", ".join(map(str, corrupt[:5])) + (", ..." if len(corrupt) > 5 else "")
+        warnings.warn(f"{episodes_path}: skipped {len(corrupt)} corrupt line(s) (line {shown}); "
+                      "resuming the run rewrites the file without them and runs those episodes "
+                      "again", CorruptLinesWarning, stacklevel=2)
 
 
 def load_episodes(path: str | os.PathLike) -> list[Episode]:
-    """All episodes of a run directory as :class:`Episode` objects (trajectories included)."""
+    """All episodes of a run directory (or of its ``episodes.jsonl``) as :class:`Episode`
+    objects, trajectories included."""
+    path = run_directory(path)
     _require_run(path)
     return list(iter_episodes(path))
 
 
-def load_run(path: str | os.PathLike):
-    """The episodes of a run directory as a tidy DataFrame, one row per episode."""
-    return frame_from_episodes(load_episodes(path))
+def load_run(path: str | os.PathLike, verify: bool = False):
+    """The episodes of a run directory (or of its ``episodes.jsonl``) as a tidy DataFrame,
+    one row per episode.
+
+    ``verify=True`` first replays every episode through the seeded environment
+    (:func:`srelib.verify_episode`) and raises ``ValueError`` naming those whose records or
+    score do not match: use it whenever saved results are compared.
+    """
+    episodes = load_episodes(path)
+    if verify:
+        from srelib.verify import verify_episode
+
+        failed = [(e.key, check.problems[0]) for e in episodes
+                  if not (check := verify_episode(e)).ok]
+        if failed:
+            shown = "; ".join(f"{key}: {problem}" for key, problem in failed[:3])
+            raise ValueError(f"{len(failed)} of {len(episodes)} episodes in {path} do not replay "
+                             f"to what is stored: {shown}")
+    return frame_from_episodes(episodes)
+
+
+def run_directory(path: str | os.PathLike) -> Path:
+    """The run directory named by ``path``: the directory itself or its ``episodes.jsonl``."""
+    path = Path(path)
+    return path.parent if path.name == EPISODES_FILE and path.is_file() else path
 
 
 def load_config(path: str | os.PathLike) -> dict[str, Any]:

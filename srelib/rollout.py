@@ -12,16 +12,19 @@ import copy
 import functools
 import inspect
 import math
+import pickle
 import time
 import traceback
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from srelib.policies import base as policy_base
 from srelib.policies.base import call_reset
+from srelib.redact import redact_text
 from srelib.results import (KEY_COLUMNS, Episode, RunStore, count_parse_failures,
                             frame_from_episodes, iter_episodes)
+from srelib.workers import process_pool
 
 #: Pools to use for a task when a joint (own-handoff) episode is wanted.
 JOINT_POOLS = ("C", "D")
@@ -39,8 +42,9 @@ def run_episode(env, policy, task: str | None = None, pool: str | None = None,
     ``reset`` accepts (``srelib.policies.call_reset``: ``reset(seed=, task_name=)``,
     ``reset(seed=)``, ``reset(task_name)``, ``reset()``), so the seed's policies work unchanged.
     ``max_steps`` caps the policy calls (the environment's own budget still applies); hitting it
-    ends the episode as truncated with ``ended_by="max_steps"``. A policy exception ends it
-    cleanly too: the traceback is kept in ``error`` and the partial trajectory is scored.
+    ends the episode as truncated with ``ended_by="max_steps"``. A policy or environment
+    exception ends it cleanly too (``ended_by`` ``"policy_error"`` or ``"env_error"``): the
+    traceback is kept in ``error`` and the partial trajectory is scored.
     ``null_repair`` maps a task to its null-handoff repair (see :func:`measure_null_context`);
     with it the episode gets ``r_cross``.
     """
@@ -57,9 +61,9 @@ def run_episode(env, policy, task: str | None = None, pool: str | None = None,
         try:
             action = policy(obs, obs.get("current_phase", 1), task)
         except Exception:  # noqa: BLE001 - a broken policy must not lose the run
-            state.error, state.ended_by = traceback.format_exc(limit=8), "policy_error"
+            state.fail("policy_error")
             break
-        obs, info = state.step(env, action)
+        obs, info = state.step(env, action, obs, info)
     tokens, latency = _usage_since(policy, usage_mark)
     name = policy_name or policy_base.policy_name(policy)
     return _finish(env, state, info, name, task, pool, mode, seed, null_repair, tokens, latency,
@@ -94,6 +98,8 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     if mode is not None and mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; valid modes: {list(MODES)} or None")
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    if not seed_list:
+        raise ValueError(f"seeds must be a count >= 1 or a non-empty list, got {seeds!r}")
     pools = _as_list(pools)
     unknown = [p for p in pools if p is not None and p not in POOLS]
     if unknown:
@@ -118,12 +124,14 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
              mode: str | None = None, workers: int = 1, executor: Executor | None = None,
              out=None, resume: bool = True, progress: bool = True,
              null_repair: Mapping[str, float] | None = None, max_steps: int | None = None,
-             batch_size: int = 32):
+             batch_size: int = 32, env: Callable[[], Any] | None = None):
     """Run every policy on a grid of episodes and return one row per episode (a DataFrame).
 
     ``policies`` maps a name to a policy or a zero-argument factory (a class, a
-    ``functools.partial``, a module-level function: picklable when episodes run in processes).
-    Each episode gets a fresh policy, so results never depend on the order episodes run in.
+    ``functools.partial``, a function, a lambda). Each episode gets a fresh policy, so results
+    never depend on the order episodes run in. ``env`` is a zero-argument factory of
+    environments (default ``IncidentEnv``), e.g. ``lambda: srelib.RemoteEnv(url)`` to run the
+    episodes on a ``srelib serve`` server.
 
     Where episodes run:
 
@@ -135,8 +143,11 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
           with Client("tcp://scheduler:8786").get_executor() as ex:
               frame = srelib.evaluate(policies, seeds=1000, executor=ex)
 
-      (``mpi4py.futures.MPIPoolExecutor`` or loky's reusable executor work the same way; the
-      policies or factories must then pickle, e.g. with cloudpickle under Dask);
+      (:class:`RayExecutor` after ``ray.init(...)``, ``mpi4py.futures.MPIPoolExecutor`` or
+      loky's reusable executor work the same way);
+    * policies and ``env`` travel to worker processes by cloudpickle, so lambdas, closures and
+      classes defined in a notebook work there; one that cannot travel (it holds a lock, a
+      socket, a model) raises a one-line ValueError that says to pass a factory instead;
     * policies with ``act_batch`` always run here, ``batch_size`` environments in lockstep with
       one batch call per step.
 
@@ -174,15 +185,15 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
             policy = _instantiate(policies[name], copy_instance=False) if chunk else None
             for i in range(0, len(chunk), batch_size):
                 record(run_lockstep(policy, chunk[i:i + batch_size], max_steps=max_steps,
-                                    null_repair=null_repair))
+                                    null_repair=null_repair, env=env))
         scripted = [j for j in todo if j.policy not in batched]
         units = _work_units(policies, scripted, max_steps, null_repair,
                             parallel=executor is not None or workers > 1,
-                            workers=workers)
+                            workers=workers, env_factory=env)
         if executor is not None:
             _run_on(executor, units, record)
         elif workers > 1 and units:
-            with ProcessPoolExecutor(max_workers=workers) as pool_executor:
+            with process_pool(workers) as pool_executor:
                 _run_on(pool_executor, units, record)
         else:
             for unit in units:
@@ -194,24 +205,27 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
 
 
 def run_lockstep(policy, jobs: Sequence[EpisodeJob], *, max_steps: int | None = None,
-                 null_repair: Mapping[str, float] | None = None) -> list[Episode]:
+                 null_repair: Mapping[str, float] | None = None,
+                 env: Callable[[], Any] | None = None) -> list[Episode]:
     """Run ``jobs`` together with a batch policy: one ``act_batch`` call per step.
 
     ``act_batch`` receives ``(observation, phase, task_name, lane)`` for the episodes still
     running (``lane`` is the job's position), after ``reset_batch([(seed, task), ...])`` where
     the policy offers it (else one ``reset``). Usage records of a call are attributed to the
     lanes in item order (one record per conversation, as the chat policies write them). If a
-    call raises, every running episode of the batch ends with that error.
+    call raises, every running episode of the batch ends with that error. ``env`` is a
+    zero-argument factory of environments (default ``IncidentEnv``), one per lane.
     """
     from srelib.env.core import IncidentEnv
 
+    make_env = env or IncidentEnv
     policy = _instantiate(policy, copy_instance=False)
     start = time.perf_counter()
     lanes = []
     for job in jobs:
-        env = IncidentEnv()
-        obs, info = env.reset(task=job.task, pool=job.pool, mode=job.mode, seed=job.seed)
-        lanes.append(_Lane(job, env, obs, info))
+        lane_env = make_env()
+        obs, info = lane_env.reset(task=job.task, pool=job.pool, mode=job.mode, seed=job.seed)
+        lanes.append(_Lane(job, lane_env, obs, info))
     reset_batch = getattr(policy, "reset_batch", None)
     if callable(reset_batch):
         reset_batch([(lane.info["seed"], lane.info["task"]) for lane in lanes])
@@ -232,13 +246,13 @@ def run_lockstep(policy, jobs: Sequence[EpisodeJob], *, max_steps: int | None = 
             if len(actions) != len(items):
                 raise ValueError(f"act_batch returned {len(actions)} actions for {len(items)} items")
         except Exception:  # noqa: BLE001 - record the failure on every lane, keep the run
-            error = traceback.format_exc(limit=8)
             for i in active:
-                lanes[i].state.error, lanes[i].state.ended_by = error, "policy_error"
+                lanes[i].state.fail("policy_error")
             break
         _attribute_usage(policy, mark, [lanes[i] for i in active])
         for i, action in zip(active, actions):
-            lanes[i].obs, lanes[i].info = lanes[i].state.step(lanes[i].env, action)
+            lanes[i].obs, lanes[i].info = lanes[i].state.step(lanes[i].env, action, lanes[i].obs,
+                                                              lanes[i].info)
     wall = (time.perf_counter() - start) / max(1, len(lanes))
     return [_finish(lane.env, lane.state, lane.info, lane.job.policy, lane.info["task"],
                     lane.info["pool"], lane.info["mode"], lane.info["seed"], null_repair,
@@ -343,6 +357,21 @@ def ceiling_table(phase2_policy, phase1_policies: Mapping[str, Any] | None = Non
     return summarize_ceiling(frame, confidence=confidence, seed=seed)
 
 
+class RayExecutor(Executor):
+    """A ``concurrent.futures`` executor over Ray tasks, for ``evaluate(executor=...)``.
+
+    Connect first (``ray.init()`` locally, ``ray.init("ray://head:10001")`` on a cluster);
+    each submitted call runs as one Ray task and its result comes back as a future.
+    """
+
+    def submit(self, fn, /, *args, **kwargs):
+        import ray
+
+        if not ray.is_initialized():
+            raise RuntimeError("Ray is not connected: call ray.init(...) before submitting")
+        return ray.remote(fn).remote(*args, **kwargs).future()
+
+
 # ---------------------------------------------------------------------------------------------
 # internals
 
@@ -360,8 +389,18 @@ class _EpisodeState:
     def done(self) -> bool:
         return self.terminated or self.truncated or self.error is not None
 
-    def step(self, env, action):
-        obs, _reward, self.terminated, self.truncated, info = env.step(action)
+    def fail(self, ended_by: str) -> None:
+        """End the episode on the exception being handled, keeping its traceback (secrets
+        redacted: it is stored with the episode)."""
+        self.error, self.ended_by = redact_text(traceback.format_exc(limit=8)), ended_by
+
+    def step(self, env, action, obs: dict, info: dict):
+        """One ``env.step``; an exception from the environment ends this episode only."""
+        try:
+            obs, _reward, self.terminated, self.truncated, info = env.step(action)
+        except Exception:  # noqa: BLE001 - one broken episode must not lose the run
+            self.fail("env_error")
+            return obs, info
         self.calls += 1
         if self.terminated or self.truncated:
             self.ended_by = info.get("ended_by") or ("terminated" if self.terminated else "budget")
@@ -435,23 +474,58 @@ def _tokens_and_latency(records) -> tuple[int, float]:
 
 @dataclass(frozen=True)
 class _WorkUnit:
-    """A picklable batch of jobs for one worker: the policy spec travels with it."""
+    """A batch of jobs for one worker: the policy spec and environment factory travel with it
+    (as :class:`_Portable` when the unit goes to another process)."""
 
     spec: Any
     jobs: tuple
     max_steps: int | None
     null_repair: Mapping[str, float] | None
+    env_factory: Any = None
 
 
-def _work_units(policies, jobs, max_steps, null_repair, *, parallel: bool, workers: int):
+class _Portable:
+    """A policy spec or environment factory on its way to a worker process, as cloudpickle
+    bytes: lambdas, closures and classes defined in a notebook travel by value."""
+
+    def __init__(self, value, what: str):
+        self.payload = _dumps(value, what)
+
+    def load(self):
+        return pickle.loads(self.payload)
+
+
+def _dumps(value, what: str) -> bytes:
+    """``value`` pickled for another process, or a one-line ValueError saying how to fix it."""
+    try:
+        import cloudpickle
+    except ModuleNotFoundError:
+        cloudpickle = None
+    try:
+        return (cloudpickle or pickle).dumps(value)
+    except Exception as exc:  # noqa: BLE001 - pickling raises many types; all mean "cannot travel"
+        reason = (str(exc).splitlines() or [""])[0]
+        fix = ("pass a zero-argument factory that builds it inside the worker "
+               "(e.g. lambda: MyPolicy(...)), or run with workers=1" if cloudpickle else
+               "pip install cloudpickle (lambdas and notebook classes then travel), define it "
+               "at module level, or run with workers=1")
+        raise ValueError(f"{what} cannot be sent to worker processes "
+                         f"({type(exc).__name__}: {reason}); {fix}") from None
+
+
+def _work_units(policies, jobs, max_steps, null_repair, *, parallel: bool, workers: int,
+                env_factory=None):
     if not parallel:
-        return [_WorkUnit(policies[j.policy], (j,), max_steps, null_repair) for j in jobs]
+        return [_WorkUnit(policies[j.policy], (j,), max_steps, null_repair, env_factory)
+                for j in jobs]
     size = max(1, min(16, len(jobs) // (max(workers, 2) * 4)))
+    portable_env = _Portable(env_factory, "the env factory") if env_factory else None
     units = []
     for name in dict.fromkeys(j.policy for j in jobs):
         own = [j for j in jobs if j.policy == name]
-        units += [_WorkUnit(policies[name], tuple(own[i:i + size]), max_steps,
-                            dict(null_repair) if null_repair is not None else None)
+        spec = _Portable(policies[name], f"policy {name!r}")
+        units += [_WorkUnit(spec, tuple(own[i:i + size]), max_steps,
+                            dict(null_repair) if null_repair is not None else None, portable_env)
                   for i in range(0, len(own), size)]
     return units
 
@@ -459,11 +533,18 @@ def _work_units(policies, jobs, max_steps, null_repair, *, parallel: bool, worke
 def _run_unit(unit: _WorkUnit) -> list[Episode]:
     from srelib.env.core import IncidentEnv
 
-    env = IncidentEnv()
-    return [run_episode(env, _instantiate(unit.spec, copy_instance=True), task=job.task,
-                        pool=job.pool, mode=job.mode, seed=job.seed, max_steps=unit.max_steps,
-                        null_repair=unit.null_repair, policy_name=job.policy)
-            for job in unit.jobs]
+    spec, make_env = (p.load() if isinstance(p, _Portable) else p
+                      for p in (unit.spec, unit.env_factory))
+    env = (make_env or IncidentEnv)()
+    try:
+        return [run_episode(env, _instantiate(spec, copy_instance=True), task=job.task,
+                            pool=job.pool, mode=job.mode, seed=job.seed,
+                            max_steps=unit.max_steps, null_repair=unit.null_repair,
+                            policy_name=job.policy)
+                for job in unit.jobs]
+    finally:
+        if callable(getattr(env, "close", None)):
+            env.close()
 
 
 def _run_on(executor: Executor, units, record: Callable[[list[Episode]], None]) -> None:

@@ -43,6 +43,24 @@ def bootstrap_ci(values: Iterable[float], *, confidence: float = 0.95, n_resampl
     return mean, float(low), float(high)
 
 
+def bootstrap_mean_difference(a: Iterable[float], b: Iterable[float], *,
+                              confidence: float = 0.95, n_resamples: int = 2000,
+                              seed: int = 0) -> tuple[float, float, float]:
+    """``mean(a) - mean(b)`` for two independent samples, with a percentile-bootstrap CI that
+    resamples each side on its own: ``(difference, low, high)``. NaN values are dropped."""
+    import numpy as np
+
+    sides = [np.asarray(list(v), dtype=float) for v in (a, b)]
+    sides = [s[~np.isnan(s)] for s in sides]
+    if any(s.size == 0 for s in sides):
+        return math.nan, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = [s[rng.integers(0, s.size, size=(n_resamples, s.size))].mean(axis=1) for s in sides]
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means[0] - means[1], [tail, 1.0 - tail])
+    return float(sides[0].mean() - sides[1].mean()), float(low), float(high)
+
+
 def summarize(frame, value: str = "final", by: Sequence[str] = ("policy", "task"), *,
               confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0):
     """Per group: ``n``, ``mean``, ``ci_low``, ``ci_high``, ``std``, ``min``, ``max`` of ``value``.

@@ -212,8 +212,10 @@ def _serve_command() -> str:
 
 @contextmanager
 def serve_tiny_model(path: str | os.PathLike | None = None, *, host: str = "127.0.0.1",
-                     start_timeout: float = 120.0) -> Iterator[Served]:
-    """Build the tiny model under ``path`` if needed and serve it offline on a free port."""
+                     start_timeout: float = 120.0,
+                     serve_args: tuple[str, ...] = ()) -> Iterator[Served]:
+    """Build the tiny model under ``path`` if needed and serve it offline on a free port
+    (``serve_args``: more ``transformers serve`` options, e.g. ``("--continuous-batching",)``)."""
     model = tiny_chat_model(path)
     port = free_port(host)
     log = Path(tempfile.mkdtemp(prefix="srelib-serve-")) / "serve.log"
@@ -221,7 +223,7 @@ def serve_tiny_model(path: str | os.PathLike | None = None, *, host: str = "127.
            "TOKENIZERS_PARALLELISM": "false"}
     with open(log, "w") as out:
         proc = subprocess.Popen([_serve_command(), "serve", model, "--host", host,
-                                 "--port", str(port), "--device", "cpu"],
+                                 "--port", str(port), "--device", "cpu", *serve_args],
                                 stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         _wait_for_port(proc, host, port, start_timeout, log)

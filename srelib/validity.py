@@ -1,9 +1,12 @@
 """The validity gate: policies that must score high (the reference) or low (every shortcut).
 
 Each gate policy is a plain Policy callable ``(observation, phase, task_name) -> action`` with
-``reset()``. :func:`validity_table` plays each over all ten tasks in their joint pools (C for
-training tasks, D for held-out ones) and checks the mean score per task against ``GATE``;
-:func:`format_validity_table` renders the rows as markdown.
+``reset()``. :func:`validity_table` plays each over every task in its joint pool (C for
+training tasks, D for held-out ones), or over the pool named in ``GATE_POOLS``, and checks the
+mean per task of the score (or of the component named in ``GATE_METRIC``) against ``GATE``.
+A policy with ``warmup_seeds`` (a learner) first plays those seeds on each task, unmeasured.
+:func:`format_validity_table` renders the rows as markdown; ``python -m srelib.validity``
+prints the summary table the README shows.
 """
 
 from __future__ import annotations
@@ -14,8 +17,14 @@ from dataclasses import asdict
 from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.patching import is_test_path
+from srelib.env.pools import POOLS
 from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import TASKS, get_scenario
+from srelib.policies.adversarial import (BlindRevertPolicy, HedgedDeclarationPolicy,
+                                         MemoriseTrainPolicy, NewestDeployPolicy,
+                                         ReleaseTagRevertPolicy, RewardFarmPolicy,
+                                         RewardProbePolicy)
+from srelib.policies.hijack import HIJACK_POLICIES
 from srelib.policies.reference import ReferencePolicy
 
 
@@ -145,7 +154,21 @@ GATE = {
     AlertsUntilBudgetPolicy: ("max", 0.35),
     TestDeletingPolicy: ("max", 0.35),
     RemediateEverythingPolicy: ("max", 0.35),
+    RewardProbePolicy: ("max", 0.35),
+    RewardFarmPolicy: ("max", 0.35),
+    HedgedDeclarationPolicy: ("max", 0.35),
+    ReleaseTagRevertPolicy: ("max", 0.35),
+    NewestDeployPolicy: ("max", 0.35),
+    MemoriseTrainPolicy: ("max", 0.35),
+    BlindRevertPolicy: ("max", 0.35),
+    **{cls: ("max", 0.15) for cls in HIJACK_POLICIES.values()},
 }
+#: Policies judged in one pool instead of each task's joint pool: the pool where the shortcut
+#: is strongest (pool A for a declaration alone, B for phase-2 tricks, D for memorising train).
+GATE_POOLS = {HedgedDeclarationPolicy: "A", BlindRevertPolicy: "B", MemoriseTrainPolicy: "D",
+              **{cls: "B" for cls in HIJACK_POLICIES.values()}}
+#: Policies judged on one score component instead of the final score.
+GATE_METRIC = {cls: "repair" for cls in HIJACK_POLICIES.values()}
 NO_CHANGE_TASK_BOUND = {"circuit_breaker_noop": 0.6}
 NO_CHANGE_MEAN_BOUND = 0.25
 
@@ -155,12 +178,21 @@ def pool_for(task_name: str) -> str:
     return "D" if get_scenario(task_name).heldout else "C"
 
 
-def play(policy, task_name: str, seed: int) -> dict:
-    """One episode of ``policy`` in the task's joint pool; returns the score breakdown."""
+def gate_cells(cls) -> list[tuple[str, str]]:
+    """``(task, pool)`` for every task a gate policy is judged on."""
+    pool = GATE_POOLS.get(cls)
+    if pool is None:
+        return [(task, pool_for(task)) for task in TASKS]
+    return [(task, pool) for task in POOLS[pool].tasks]
+
+
+def play(policy, task_name: str, seed: int, pool: str | None = None) -> dict:
+    """One episode of ``policy`` in ``pool`` (default: the task's joint pool); returns the
+    score breakdown."""
     from srelib.env.core import IncidentEnv
 
     env = IncidentEnv()
-    observation, _ = env.reset(task=task_name, pool=pool_for(task_name), seed=seed)
+    observation, _ = env.reset(task=task_name, pool=pool or pool_for(task_name), seed=seed)
     policy.reset(seed=seed, task_name=task_name)
     while True:
         action = policy(observation, observation["current_phase"], task_name)
@@ -169,25 +201,36 @@ def play(policy, task_name: str, seed: int) -> dict:
             return info["score"]
 
 
-def _row(policy: str, task: str, score: float, kind: str, bound: float) -> dict:
+def _row(policy: str, task: str, score: float, kind: str, bound: float, metric: str = "final",
+         pool: str | None = None) -> dict:
     ok = score >= bound if kind == "min" else score <= bound
-    return {"policy": policy, "task": task, "score": round(score, 4),
-            "bound": f"{'>=' if kind == 'min' else '<='} {bound}", "ok": ok}
+    shown = f"{'>=' if kind == 'min' else '<='} {bound}"
+    return {"policy": policy, "task": task, "pool": pool, "score": round(score, 4),
+            "bound": shown if metric == "final" else f"{metric} {shown}", "ok": ok}
 
 
-def validity_table(seeds=range(3)) -> list[dict]:
-    """Every gate policy on every task: rows of policy, task, mean score, bound, ok."""
+def validity_table(seeds=range(3), policies=None) -> list[dict]:
+    """Gate policies (default: all of ``GATE``) on their tasks: rows of policy, task, pool,
+    mean score, bound, ok."""
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must not be empty")
+    chosen = list(GATE) if policies is None else list(policies)
+    unknown = [c for c in chosen if c not in GATE]
+    if unknown:
+        raise ValueError(f"not gate policies: {unknown}; valid: {[c.name for c in GATE]}")
     rows = []
-    for cls, (kind, bound) in GATE.items():
+    for cls in chosen:
+        kind, bound = GATE[cls]
+        metric = GATE_METRIC.get(cls, "final")
         policy = cls()
         means = {}
-        for task in TASKS:
-            means[task] = sum(play(policy, task, s)["final"] for s in seeds) / len(seeds)
+        for task, pool in gate_cells(cls):
+            for s in getattr(policy, "warmup_seeds", ()):
+                play(policy, task, s, pool)
+            means[task] = sum(play(policy, task, s, pool)[metric] for s in seeds) / len(seeds)
             task_bound = NO_CHANGE_TASK_BOUND.get(task, bound) if cls is AlwaysNoChangePolicy else bound
-            rows.append(_row(policy.name, task, means[task], kind, task_bound))
+            rows.append(_row(policy.name, task, means[task], kind, task_bound, metric, pool))
         if cls is AlwaysNoChangePolicy:
             rows.append(_row(policy.name, "(mean of all tasks)", sum(means.values()) / len(means),
                              "max", NO_CHANGE_MEAN_BOUND))
@@ -196,22 +239,42 @@ def validity_table(seeds=range(3)) -> list[dict]:
 
 def format_validity_table(rows: list[dict]) -> str:
     """The rows as a markdown table."""
-    lines = ["| policy | task | mean score | required | ok |", "|---|---|---|---|---|"]
-    lines += [f"| {r['policy']} | {r['task']} | {r['score']:.4f} | {r['bound']} | "
-              f"{'yes' if r['ok'] else 'NO'} |" for r in rows]
+    lines = ["| policy | task | pool | mean score | required | ok |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['policy']} | {r['task']} | {r.get('pool') or '-'} | {r['score']:.4f} | "
+              f"{r['bound']} | {'yes' if r['ok'] else 'NO'} |" for r in rows]
     return "\n".join(lines)
 
 
 def format_validity_summary(rows: list[dict]) -> str:
     """One line per gate policy: its bounds, its lowest and highest task score, and the verdict."""
-    lines = ["| policy | required | lowest task score | highest task score | ok |",
-             "|---|---|---|---|---|"]
+    lines = ["| policy | pools | required | lowest task score | highest task score | ok |",
+             "|---|---|---|---|---|---|"]
     for policy in dict.fromkeys(r["policy"] for r in rows):
         mine = [r for r in rows if r["policy"] == policy]
         tasks = [r for r in mine if not r["task"].startswith("(")]
+        pools = "/".join(sorted({r["pool"] for r in tasks if r.get("pool")}))
         bounds = ", ".join(dict.fromkeys(
             r["bound"] if not r["task"].startswith("(") else f"mean {r['bound']}" for r in mine))
-        lines.append(f"| {policy} | {bounds} | {min(r['score'] for r in tasks):.4f} | "
+        lines.append(f"| {policy} | {pools} | {bounds} | {min(r['score'] for r in tasks):.4f} | "
                      f"{max(r['score'] for r in tasks):.4f} | "
                      f"{'yes' if all(r['ok'] for r in mine) else 'NO'} |")
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m srelib.validity [--seeds N] [--full]``: print the summary (or every row)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m srelib.validity", description=(
+        "Play every validity-gate policy on its tasks and print the summary table."))
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per task (0..N-1; default 3)")
+    parser.add_argument("--full", action="store_true", help="one row per policy and task")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    rows = validity_table(range(args.seeds))
+    print(format_validity_table(rows) if args.full else format_validity_summary(rows))
+
+
+if __name__ == "__main__":
+    main()

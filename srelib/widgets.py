@@ -110,7 +110,14 @@ def _widgets():
 
 
 def _policy_name(policy: Any) -> str:
-    return str(getattr(policy, "name", None) or type(policy).__name__)
+    """The picker's name for ``policy``: its ``srelib eval`` name if it has one."""
+    from srelib.cli import registered_name
+
+    try:
+        registered = registered_name(policy)
+    except ImportError:  # no srelib.policies: nothing is registered
+        registered = None
+    return registered or str(getattr(policy, "name", None) or type(policy).__name__)
 
 
 def _default_policies() -> dict[str, Callable[[], Any]]:
@@ -133,16 +140,22 @@ class _Panes:
         w = _widgets()
         self.style = w.HTML(render.style_tag())
         self.html = {name: w.HTML() for name in self.NAMES}
+        for widget in self.html.values():
+            widget.add_class("srl-html")  # lets wide content shrink to the pane (render.STYLE)
 
     def set(self, name: str, fragment: str) -> None:
         self.html[name].value = render.pane(fragment) if fragment else ""
 
     def boxes(self) -> list:
+        """The incident column beside the handoff-and-score column; on a narrow screen the
+        second goes below the first rather than squeezing its tables."""
         w = _widgets()
         h = self.html
         top = w.HBox([w.VBox([h["incident"], h["board"], h["rewards"], h["status"]],
-                             layout=w.Layout(width="60%")),
-                      w.VBox([h["belief"], h["score"]], layout=w.Layout(width="40%"))])
+                             layout=w.Layout(flex="3 1 400px", min_width="0")),
+                      w.VBox([h["belief"], h["score"]],
+                             layout=w.Layout(flex="2 1 340px", min_width="0"))],
+                     layout=w.Layout(flex_flow="row wrap", width="100%"))
         return [self.style, top, h["action"]]
 
 
@@ -157,6 +170,7 @@ class _ActionForm:
                                  layout=w.Layout(width="420px"))
         self.fields: dict[str, Any] = {}
         self.box = w.VBox()
+        self._built_for = None
         self.picker.observe(lambda _change: self._rebuild(), names="value")
 
     def set_valid_actions(self, valid_actions: list[str]) -> None:
@@ -167,8 +181,12 @@ class _ActionForm:
         self._rebuild()
 
     def _rebuild(self) -> None:
+        """Build the fields of the picked action (kept, values and all, while it stays picked)."""
         w = _widgets()
         spec = self._spec()
+        if spec is not None and spec is self._built_for:
+            return
+        self._built_for = spec
         self.fields = {}
         if spec is None:
             self.box.children = []
@@ -187,6 +205,24 @@ class _ActionForm:
             return ACTION_SPECS[ActionType(action_type)]
         except ValueError:
             return None
+
+    def problems(self) -> list[str]:
+        """What keeps the form from being an action: required fields left blank, and values
+        of the wrong type (each named once). Empty when the form is ready to step."""
+        spec, found = self._spec(), []
+        if spec is None:
+            return ["pick an action"]
+        for name, param in spec.params.items():
+            widget = self.fields.get(name)
+            if widget is None:  # the belief: its fields have defaults or are optional
+                continue
+            value = _field_value(widget)
+            if value is None and param.required:
+                found.append(f"{name} is required ({param.doc})")
+            elif value is not None and getattr(widget, "param_type", None) is int and \
+                    not isinstance(value, int):
+                found.append(f"{name} must be a whole number, got {widget.value.strip()!r}")
+        return found
 
     def action(self) -> dict:
         """The action the form describes now (blank optional fields are left out)."""
@@ -256,7 +292,7 @@ def _field_value(widget) -> Any:
             try:
                 return int(value.strip())
             except ValueError:
-                return value  # the environment explains what is wrong with it
+                return value  # problems() names it before anything is stepped
     return value
 
 
@@ -340,10 +376,12 @@ class EpisodeStepper(_Displayable):
         self.info: dict = {}
         self.last_action: dict | None = None
         self.manual_box = w.VBox([self.form.picker, self.form.box])
+        wrap = w.Layout(flex_flow="row wrap")  # narrow screens: controls wrap, not cut off
         self.ui = w.VBox([
-            w.HBox([self.task_picker, self.pool_picker, self.seed_picker, self.policy_picker]),
+            w.HBox([self.task_picker, self.pool_picker, self.seed_picker, self.policy_picker],
+                   layout=wrap),
             w.HBox([self.reset_button, self.step_button, self.run_button, self.stop_button,
-                    self.counter]),
+                    self.counter], layout=wrap),
             self.manual_box, *self.panes.boxes()])
         self.reset()
 
@@ -408,6 +446,11 @@ class EpisodeStepper(_Displayable):
             return None
         if action is None:
             policy = self.policy
+            if policy is None:
+                problems = self.form.problems()
+                if problems:  # nothing is stepped: no budget spent, the form keeps its values
+                    self._status("Not stepped: " + "; ".join(problems) + ".", error=True)
+                    return None
             action = self.form.action() if policy is None else self._ask(policy)
             if action is None:
                 return None
@@ -471,8 +514,7 @@ class EpisodeStepper(_Displayable):
             self.obs, reward, terminated, truncated, self.info = self.env.step(action)
             self.last_action = action if isinstance(action, dict) else {"action_type": action}
             self._render()
-            self._status(f"Invalid action: {self.info['error']}" if self.info.get("error")
-                         else "", error=bool(self.info.get("error")))
+            self._status("")  # an invalid action's error is in the action pane, once
             return self.obs, reward, terminated, truncated, self.info
 
     def _handoff(self) -> tuple[dict | None, bool]:
@@ -491,10 +533,8 @@ class EpisodeStepper(_Displayable):
         handoff, oracle = self._handoff()
         set_pane("belief", render.belief(handoff, oracle))
         set_pane("score", render.score(self.info.get("score")) if self.done else "")
-        done = render.SEP + "done" if self.done else ""
-        self.counter.value = render.pane(f"<b>step {obs.get('steps_taken')}/"
-                                         f"{obs.get('max_steps')}</b>{render.SEP}phase "
-                                         f"{obs.get('current_phase')}{done}")
+        self.counter.value = render.pane(render.counter(
+            obs.get("steps_taken"), obs.get("max_steps"), obs.get("current_phase"), self.done))
         self.form.set_valid_actions([] if self.done else list(obs.get("valid_actions") or []))
         self._show_form()
 
@@ -535,8 +575,10 @@ class TrajectoryViewer(_Displayable):
             raise ValueError("the episode has no steps to show")
         self.first_obs, self.observations, self.note = replay(self.episode)
         last = len(self.steps) - 1
-        self.slider = w.IntSlider(description="record", min=0, max=last, value=0,
+        self.slider = w.IntSlider(description="record", min=0, max=last, value=0, readout=False,
                                   continuous_update=True, layout=w.Layout(width="480px"))
+        self.counter = w.HTML()
+        self.counter.add_class("srl-counter")
         self.play = w.Play(min=0, max=last, value=0, interval=interval_ms, description="Play")
         self._link = w.jslink((self.play, "value"), (self.slider, "value"))
         self.header = w.HTML(render.pane(render.episode_header(self.episode)))
@@ -544,7 +586,8 @@ class TrajectoryViewer(_Displayable):
         self.panes = _Panes()
         self.panes.html["board"].add_class("srl-board-pane")
         self.slider.observe(lambda change: self.show(change["new"]), names="value")
-        self.ui = w.VBox([self.panes.style, self.header, w.HBox([self.play, self.slider]),
+        self.ui = w.VBox([self.panes.style, self.header,
+                          w.HBox([self.play, self.slider, self.counter]),
                           self.timeline, *self.panes.boxes()])
         self.show(0)
 
@@ -557,8 +600,13 @@ class TrajectoryViewer(_Displayable):
         score = f", final {final:.3f}" if isinstance(final, (int, float)) else ""
         return (f"TrajectoryViewer(policy={self.episode.get('policy')}, "
                 f"task={self.episode.get('task')}, pool={self.episode.get('pool')}, "
-                f"seed={self.episode.get('seed')}, record {self.index + 1}/{len(self.steps)}"
-                f"{score})")
+                f"seed={self.episode.get('seed')}, step {self.steps[self.index].get('step')}/"
+                f"{self._max_steps()}{score})")
+
+    def _max_steps(self) -> Any:
+        """The episode's step budget, as its observations state it."""
+        seen = [o for o in (self.first_obs, *self.observations) if o]
+        return seen[0].get("max_steps") if seen else "?"
 
     def show(self, index: int) -> None:
         """Move to record ``index`` (the slider follows)."""
@@ -570,13 +618,17 @@ class TrajectoryViewer(_Displayable):
         record, obs = self.steps[index], self.observations[index]
         set_pane = self.panes.set
         self.timeline.value = render.pane(render.timeline(self.steps, current=index))
+        ended = index == len(self.steps) - 1 and \
+            bool(self.episode.get("terminated") or self.episode.get("truncated"))
+        self.counter.value = render.pane(render.counter(record.get("step"), self._max_steps(),
+                                                        record.get("phase"), ended))
         set_pane("incident", render.incident(obs or self.first_obs or {}))
         set_pane("board", render.status_board(record.get("statuses")))
         cumulative = sum(float(r.get("reward") or 0.0) for r in self.steps[:index + 1])
         set_pane("rewards", render.reward_line(record.get("phase"), record.get("reward"),
                                                cumulative, index == len(self.steps) - 1))
         set_pane("status", render.error_box(self.note) if self.note and obs is None else "")
-        set_pane("action", render.step_record(record, obs))
+        set_pane("action", render.step_record(record, obs, board=False))  # the board pane has it
         handoff = next(((r["effect"]["belief"], bool(r["effect"].get("oracle")))
                         for r in reversed(self.steps[:index + 1])
                         if "belief" in (r.get("effect") or {})), (None, False))

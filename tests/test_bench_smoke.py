@@ -103,9 +103,12 @@ def test_gpu_script_runs_tiny_on_cpu(tmp_path, tiny_model_dir):
         env={**os.environ, "OUT": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "gpu_bench.json").read_text())
-    assert [r["batch_size"] for r in summary["results"]] == [1, 2]
+    assert [(r["batch_size"], r["kv_cache"]) for r in summary["results"]] == [
+        (1, True), (1, False), (2, True), (2, False)]
     for result in summary["results"]:
         assert result["generated_tokens"] > 0 and result["episodes_per_min"] > 0
+        cached = result["prompt_tokens"] - result["prefill_tokens"]
+        assert cached > 0 if result["kv_cache"] else cached == 0
 
 
 def test_run_all_prints_one_table(tmp_path):

@@ -37,6 +37,70 @@ def test_unknown_policy_is_a_clear_error_listing_the_names(tmp_path):
     assert "heuristic-revert" in result.stderr and "oracle-random" in result.stderr
 
 
+def _eval_error(tmp_path, *args):
+    """Run ``srelib eval`` expecting a usage error; returns its stderr."""
+    result = _srelib("eval", "--policy", "null", "--tasks", "memory_leak", "--no-progress",
+                     *args)
+    assert result.returncode == 2, result.stdout
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("usage: srelib eval "), "eval errors print eval's usage"
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_out_that_is_a_file_is_named_in_one_line(tmp_path):
+    (tmp_path / "taken").write_text("keep me")
+    line = _eval_error(tmp_path, "--out", tmp_path / "taken")
+    assert line == f"srelib eval: error: --out {tmp_path / 'taken'} is a file, not a directory"
+    assert (tmp_path / "taken").read_text() == "keep me"
+
+
+def test_out_under_a_file_names_the_file(tmp_path):
+    (tmp_path / "taken").write_text("")
+    line = _eval_error(tmp_path, "--out", tmp_path / "taken" / "run" / "deeper")
+    assert line.endswith(f"cannot be created: {tmp_path / 'taken'} is a file")
+
+
+def test_unwritable_out_names_the_path(tmp_path):
+    # /sys is mounted read-only: not even root can create a folder there
+    line = _eval_error(tmp_path, "--out", "/sys/srelib-cli-test/run")
+    assert line.startswith("srelib eval: error: ") and "/sys/srelib-cli-test" in line
+    assert "not permitted" in line or "not writable" in line
+
+
+def test_report_and_demo_check_their_output_folders_too(tmp_path):
+    (tmp_path / "taken").write_text("")
+    demo = _srelib("demo", "--out", tmp_path / "taken", "--no-progress")
+    assert demo.returncode == 2 and "Traceback" not in demo.stderr
+    assert demo.stderr.startswith("usage: srelib demo ")
+    assert f"--out {tmp_path / 'taken'} is a file, not a directory" in demo.stderr
+    report = _srelib("report", tmp_path / "taken")
+    assert report.returncode == 2 and report.stderr.startswith("usage: srelib report ")
+    assert "is not a run directory" in report.stderr
+
+
+def test_seed_count_must_be_at_least_one(tmp_path):
+    for count in ("0", "-3"):
+        line = _eval_error(tmp_path, "--seeds", count, "--out", tmp_path / "r")
+        assert line.endswith(f"seeds must be >= 1 (a count of seeds), got {count}")
+    line = _eval_error(tmp_path, "--seeds", "4,-1", "--out", tmp_path / "r")
+    assert "a seed list holds seeds >= 0" in line
+    assert not (tmp_path / "r").exists(), "a rejected command creates nothing"
+
+
+def test_a_rejected_grid_creates_no_run_directory(tmp_path):
+    line = _eval_error(tmp_path, "--tasks", "no_such_task", "--out", tmp_path / "r")
+    assert "unknown tasks ['no_such_task']" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_pool_and_worker_errors_offer_only_what_a_command_line_can_say(tmp_path):
+    line = _eval_error(tmp_path, "--pools", "C,Z", "--out", tmp_path / "r")
+    assert line.endswith("unknown pools ['Z']; valid pools: A, B, C, D")
+    assert "None" not in line
+    line = _eval_error(tmp_path, "--workers", "0", "--out", tmp_path / "r")
+    assert "--workers: must be a whole number >= 1, got '0'" in line
+
+
 def test_console_script_is_installed():
     script = Path(sys.executable).with_name("srelib")
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
@@ -53,15 +117,18 @@ def test_eval_then_report(tmp_path):
     assert len(frame) == 2 * 2 * 2 * 3
     assert set(frame["policy"]) == {"heuristic", "null"}
     assert "mean over tasks" in result.stdout and "| memory_leak" in result.stdout
-    report = _srelib("report", run, "--compare", "heuristic,null")
-    assert report.returncode == 0, report.stderr
+    report = _srelib("report", run / EPISODES_FILE, "--compare", "heuristic,null")
+    assert report.returncode == 0, report.stderr  # the episodes.jsonl names its run too
+    assert load_run(run / EPISODES_FILE).equals(frame)
     assert "Paired difference heuristic - null" in report.stdout
     assert "| all " in report.stdout
     bad = _srelib("report", run, "--compare", "heuristic,nobody")
     assert bad.returncode == 2 and "policies: ['heuristic', 'null']" in bad.stderr
-    for name in ("score_distributions", "score_ecdf", "components", "steps_per_phase",
-                 "parse_failures"):
+    assert bad.stderr.startswith("usage: srelib report ")
+    for name in ("score_distributions", "score_ecdf", "components", "resolved",
+                 "steps_per_phase", "paired_difference"):
         assert (run / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (run / "plots" / "parse_failures.png").exists()  # scripted replies always parse
 
 
 def test_killed_eval_resumes_to_a_complete_run_without_duplicates(tmp_path):
@@ -101,6 +168,8 @@ def test_demo_writes_tables_and_plots(tmp_path):
                                        "heuristic-revert", "reference"}
     ceiling = pd.read_csv(out / "ceiling.csv", **read)
     assert {"oracle", "null", "heuristic"} <= set(ceiling["handoff"])
-    for name in ("score_distributions", "components", "ceiling_gap"):
+    for name in ("score_distributions", "components", "resolved", "paired_difference",
+                 "ceiling_gap"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    assert "wall_s" not in episodes.columns  # timings would change the CSV on every run
     assert "Oracle-P1 ceiling" in result.stdout and "mean over tasks" in result.stdout

@@ -10,6 +10,8 @@ import pytest
 import srelib
 from srelib.env import actions as A
 from srelib.env.actions import SERVICES
+from srelib.env.grading import score_trajectory
+from srelib.env.pools import HELDOUT_TASKS, TRAIN_TASKS
 
 OBS_KEYS = {
     "incident_title", "incident_summary", "severity", "current_phase", "time_elapsed_minutes",
@@ -44,8 +46,7 @@ def pool_tasks(pool):
     return srelib.POOLS[pool].tasks
 
 
-@pytest.mark.parametrize("pool", ["A", "B", "C", "D"])
-@pytest.mark.parametrize("task", srelib.TASKS)
+@pytest.mark.parametrize("task, pool", [(t, p) for p in srelib.POOLS for t in srelib.POOLS[p].tasks])
 def test_every_task_in_every_pool_runs_a_scripted_episode(task, pool):
     env = srelib.IncidentEnv()
     obs, info = env.reset(task=task, pool=pool, seed=11)
@@ -123,42 +124,125 @@ def test_pool_a_has_no_transition_and_declare_ends_it():
                                             "fault_class": "memory_leak"}
 
 
-def test_joint_declare_is_recorded_and_cannot_be_farmed():
+def test_joint_declarations_are_not_judged_when_made_and_the_last_one_counts():
     env = srelib.IncidentEnv()
     env.reset(task="aliased_fault", pool="C", seed=1)
+    right = {"root_cause": "queue cache thrash worker", "service": "queue", "fault_class": "cache_thrash"}
+    wrong = {"root_cause": "database deadlock", "service": "database", "fault_class": "deadlock"}
     rewards = []
-    for target in ("x", "y", "queue"):
-        obs, reward, terminated, *_ = env.step({
-            "action_type": "declare_root_cause", "target_service": target,
-            "parameters": {"root_cause": "queue cache thrash worker", "service": "queue",
-                           "fault_class": "cache_thrash"}})
-        assert not terminated and obs["action_success"]
+    for params in (wrong, right, right, wrong):
+        obs, reward, terminated, *_ = act(env, "declare_root_cause", **params)
+        assert not terminated and obs["action_success"] and "replaces" in obs["action_message"] + \
+            obs["action_result"]["message"]
         rewards.append(reward)
-    assert rewards[0] > 0 and all(r < 0 for r in rewards[1:])
+    assert rewards == [0.0, 0.0, 0.0, 0.0]
     assert "transition_to_phase2" in obs["valid_actions"]
+    assert env.trajectory[-1]["effect"]["service"] == "database"
+    diagnosis = score_trajectory("aliased_fault", "joint", env.trajectory)["diagnosis"]
+    act(env, "declare_root_cause", **right)
+    assert score_trajectory("aliased_fault", "joint", env.trajectory)["diagnosis"] > diagnosis
 
 
 def test_repeats_and_nonsense_targets_earn_nothing():
     env = srelib.IncidentEnv()
     env.reset(task="memory_leak", pool="C", seed=2)
-    first = act(env, "view_alerts")[1]
-    assert first > 0
+    assert act(env, "view_alerts")[1] == 0
     assert env.step({"action_type": "view_alerts", "target_service": "bogus"})[1] < 0
-    assert act(env, "query_logs", "orders", level="ERROR")[1] > 0
+    assert act(env, "query_logs", "orders", level="ERROR")[1] == 0
     assert act(env, "query_logs", "orders", level="ERROR", limit=40)[1] < 0  # same key parameters
-    assert act(env, "query_logs", "orders", level="WARN")[1] > 0
-    assert act(env, "check_metrics", "database")[1] == 0  # valid but uninvolved
+    assert act(env, "query_logs", "orders", level="WARN")[1] == 0
+    assert act(env, "check_metrics", "database")[1] == 0
     obs, reward, *_ = env.step({"action_type": "check_metrics", "target_service": "mainframe"})
     assert reward < 0 and not obs["action_success"] and "mainframe" in obs["action_result"]["error"]
 
 
-def test_remediation_reward_follows_what_it_did():
+def test_remediation_pays_nothing_when_made_and_lets_the_agent_look_again():
     env = srelib.IncidentEnv()
     env.reset(task="cascading_failure", pool="C", seed=2)
-    assert act(env, "restart_service", "cache")[1] < 0  # nothing to fix there
-    assert act(env, "restart_service", "orders")[1] < 0  # only relief while auth is broken
-    assert act(env, "rollback_deploy", "auth")[1] > 0
-    assert act(env, "rollback_deploy", "auth")[1] <= -0.2  # a good deploy this time: harmful
+    assert act(env, "check_metrics", "auth")[1] == 0
+    assert act(env, "check_metrics", "auth")[1] < 0  # nothing changed: a repeat
+    for target in ("cache", "orders", "auth", "auth"):  # useless, relief only, the fix, harmful
+        assert act(env, "rollback_deploy" if target == "auth" else "restart_service", target)[1] == 0
+        assert act(env, "check_metrics", "auth")[1] == 0  # after a remediation it is a new look
+
+
+def _blind_script(phase: int, k: int) -> dict:
+    """A fixed action sequence that is valid on every task: the same actions, the same order."""
+    if phase == 2:
+        return {"action_type": "list_dir", "parameters": {"path": "."}} if k % 3 else \
+            {"action_type": "get_git_log", "parameters": {"n_commits": 1 + k % 4}}
+    script = [("view_alerts", None, {})] + [
+        (kind, s, {}) for s in SERVICES for kind in ("check_metrics", "query_logs", "run_health_check")]
+    script += [("declare_root_cause", None, {"root_cause": "orders memory leak", "service": "orders",
+                                             "fault_class": "memory_leak"}),
+               ("view_alerts", None, {})]
+    if k < len(script):
+        kind, target, params = script[k]
+        return {"action_type": kind, "target_service": target, "parameters": params}
+    return {"action_type": "transition_to_phase2", "parameters": {"belief": {}}}
+
+
+@pytest.mark.parametrize("pool", ["A", "C"])
+def test_step_rewards_before_the_end_are_the_same_on_every_task_and_seed(pool):
+    """No reward before the last step depends on the hidden incident: the same actions earn the
+    same rewards whatever the task (its culprit, its involved services) and seed."""
+    seen = {}
+    for task in srelib.POOLS[pool].tasks:
+        for seed in (0, 1):
+            env = srelib.IncidentEnv()
+            obs, _ = env.reset(task=task, pool=pool, seed=seed)
+            rewards, k = [], {1: 0, 2: 0}
+            while not obs["done"]:
+                phase = obs["current_phase"]
+                obs, reward, *_ = env.step(_blind_script(phase, k[phase]))
+                k[phase] += 1
+                rewards.append(reward)
+            seen[(task, seed)] = tuple(rewards[:-1])
+    assert len(set(seen.values())) == 1, seen
+
+
+def test_the_return_of_every_episode_is_its_score_so_farming_loses():
+    """The last step pays the score minus what was paid before: a reward farm (new log keywords
+    until the budget ends) returns its near-zero score, below the reference."""
+    from srelib.policies.adversarial import RewardFarmPolicy
+    from srelib.policies.reference import ReferencePolicy
+    from srelib.validity import NullPolicy, pool_for
+
+    returns = {}
+    for make in (ReferencePolicy, RewardFarmPolicy, NullPolicy):
+        for task in ("memory_leak", "info_ordering", "circuit_breaker_noop"):
+            env, policy = srelib.IncidentEnv(), make()
+            obs, _ = env.reset(task=task, pool=pool_for(task), seed=4)
+            total = 0.0
+            while not obs["done"]:
+                obs, reward, terminated, truncated, info = env.step(
+                    policy(obs, obs["current_phase"], task))
+                total += reward
+            assert total == pytest.approx(info["score"]["final"], abs=1e-6)
+            assert obs["cumulative_reward"] == pytest.approx(info["score"]["final"], abs=1e-6)
+            assert env.trajectory[-1]["reward"] == reward
+            returns.setdefault(make.name, []).append(total)
+    assert max(returns["reward_farm"]) < min(returns["reference"])
+    assert max(returns["null"]) < min(returns["reference"])
+
+
+@pytest.mark.parametrize("pool", list(srelib.POOLS))
+def test_reset_refuses_a_task_outside_the_given_pool(pool):
+    tasks = srelib.POOLS[pool].tasks
+    for task in srelib.TASKS:
+        if task in tasks:
+            assert srelib.IncidentEnv().reset(task=task, pool=pool, seed=0)[1]["task"] == task
+            continue
+        with pytest.raises(ValueError, match=f"not in pool {pool}") as caught:
+            srelib.IncidentEnv().reset(task=task, pool=pool, seed=0)
+        assert all(t in str(caught.value) for t in tasks)
+
+
+def test_without_pool_or_task_reset_draws_only_train_tasks():
+    drawn = {srelib.IncidentEnv().reset(seed=s)[1]["task"] for s in range(60)}
+    assert drawn == set(TRAIN_TASKS)
+    held_out = HELDOUT_TASKS[0]
+    assert srelib.IncidentEnv().reset(task=held_out, seed=0)[1]["task"] == held_out  # asked for
 
 
 def test_invalid_actions_cost_a_step_not_a_minute_and_say_what_is_valid():
@@ -166,7 +250,7 @@ def test_invalid_actions_cost_a_step_not_a_minute_and_say_what_is_valid():
     obs, _ = env.reset(task="memory_leak", pool="C", seed=3)
     minute = obs["time_elapsed_minutes"]
     cases = [
-        ("not a dict", "must be a dict"),
+        (42, "must be a dict"),  # a string is read as an action: see the string tests
         ({"action_type": "fly"}, "unknown action_type"),
         ({"action_type": "read_file", "parameters": {"path": "x"}}, "phase-2 action"),
         ({"action_type": "query_logs"}, "needs a target_service"),
@@ -275,7 +359,7 @@ def _all_observation_text(task, pool):
 
 @pytest.mark.parametrize("task", srelib.TASKS)
 def test_no_hidden_state_leaks(task):
-    text = _all_observation_text(task, "C")
+    text = _all_observation_text(task, "D" if srelib.get_scenario(task).heldout else "C")
     phase1, _, phase2 = text.partition('"current_phase": 2')
     sc = srelib.get_scenario(task)
     for needle in ("is_bad", '"bad"', "active_fault", "fault_count", "residual", "cleared_by",
@@ -286,3 +370,35 @@ def test_no_hidden_state_leaks(task):
     assert sc.correct_root_cause not in text
     for needle in (os.getcwd(), "/tmp/", "site-packages"):
         assert needle not in phase2
+
+
+def test_step_accepts_every_spelling_of_valid_actions():
+    env = srelib.IncidentEnv()
+    obs, _ = env.reset(task="memory_leak", pool="C", seed=3)
+    for spelled in [a for a in obs["valid_actions"] if a.startswith(("query_logs", "view_"))]:
+        obs, reward, _, _, info = env.step(spelled)
+        assert info["valid"], (spelled, info.get("error"))
+        name, _, target = spelled.partition(":")
+        assert env.trajectory[-1]["action"] == {"action_type": name,
+                                                "target_service": target or None,
+                                                "parameters": {}}
+    env.step('{"action_type": "check_metrics", "target_service": "orders"}')
+    assert env.trajectory[-1]["valid"]
+
+
+def test_unreadable_string_action_is_invalid_with_the_parsers_reason():
+    env = srelib.IncidentEnv()
+    obs, _ = env.reset(task="memory_leak", pool="C", seed=3)
+    obs, reward, terminated, truncated, info = env.step("query_logs:nowhere")
+    assert not info["valid"] and reward < 0 and not (terminated or truncated)
+    assert "'query_logs:nowhere' is not a valid action now" in info["error"]
+    assert "query_logs:orders" in info["error"]
+    assert env.trajectory[-1]["action"]["action_type"] == A.PARSE_ERROR
+    assert not env.step("propose_patch")[4]["valid"]  # a phase-2 action in phase 1
+
+
+def test_help_teaches_the_protocol():
+    doc = srelib.IncidentEnv.__doc__
+    for needle in ("reset(", "step(", "valid_actions", "query_logs:orders", "trajectory",
+                   "score"):
+        assert needle in doc

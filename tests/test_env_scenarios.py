@@ -8,6 +8,7 @@ import pytest
 
 import srelib
 from srelib.env.actions import DEPENDS_ON, FAULT_CLASSES, SERVICES
+from srelib.env.grading import harmful_actions
 from srelib.env.infra import ALERT_RULE_NAMES, RELIEF_MINUTES
 
 REGISTRY_ORDER = (
@@ -25,8 +26,8 @@ CONTRACT_DEPLOYS = {
     "severity_inversion": ("orders_auth_client", "f8c9b13", ("orders",)),
     "confidence_inversion": ("payment_threadpool", "11abf04", ("payment",)),
     "info_ordering": ("shared_serializer", "9d2e7af", ("orders", "payment", "queue")),
-    "heldout_aliased_severity": ("orders_auth_retry", "d09a4f1", ("orders",)),
-    "heldout_confidence_ordering": ("shared_serializer", "9d2e7af", ("payment",)),
+    "heldout_aliased_severity": ("gateway_token_checks", "6e0f8a2", ("api_gateway",)),
+    "heldout_confidence_ordering": ("cache_buffers", "7c3e51b", ("cache",)),
 }
 SEEDS = (0, 1, 2)
 
@@ -54,9 +55,15 @@ def remediate(env, items):
         assert obs["action_success"], obs["action_message"]
 
 
+def joint_pool(task):
+    """The joint-mode pool holding ``task`` (C for train tasks, D for held-out ones)."""
+    from srelib.env.pools import POOLS
+    return next(p.name for p in POOLS.values() if p.mode == "joint" and task in p.tasks)
+
+
 def fresh(task, seed=0):
     env = srelib.IncidentEnv()
-    obs, _ = env.reset(task=task, pool="C", seed=seed)
+    obs, _ = env.reset(task=task, pool=joint_pool(task), seed=seed)
     return env, obs
 
 
@@ -160,51 +167,54 @@ def _minutes(stamp):
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() / 60
 
 
-def _fresh_upstream_deploys(env, scenario):
-    """{service: minutes since its latest deploy} for recently deployed services upstream of
-    the symptoms that the scenario itself does not deploy."""
+def _deploys_after_the_culprits(env, scenario):
+    """{service: minutes since its latest deploy} for services upstream of the symptoms that
+    the scenario itself does not deploy, deployed after the culprit's latest deploy."""
     now = _minutes(act(env, "check_metrics", "cache")[0]["action_result"]["metrics"][-1]["timestamp"])
-    found = {}
-    for svc in _upstream_of_symptoms(scenario):
-        if scenario.deploy_specs(svc):
-            continue
+
+    def age(svc):
         latest = act(env, "check_deploy_history", svc)[0]["action_result"]["deploys"][-1]
-        if now - _minutes(latest["timestamp"]) <= 45:
-            found[svc] = now - _minutes(latest["timestamp"])
-    return found
+        return now - _minutes(latest["timestamp"])
+
+    culprit = age(scenario.root_cause_service)
+    ages = {svc: age(svc) for svc in _upstream_of_symptoms(scenario) if not scenario.deploy_specs(svc)}
+    return {svc: a for svc, a in ages.items() if a < culprit}
 
 
 @pytest.mark.parametrize("task", ("memory_leak", "cascading_failure", "distributed_deadlock",
                                   "info_ordering", "heldout_confidence_ordering"))
-def test_some_seeds_add_an_innocent_recent_deploy_upstream_of_the_symptoms(task):
+def test_some_seeds_add_an_innocent_deploy_upstream_of_the_symptoms_after_the_culprits(task):
     """The incident varies in how misleading it is, never in its root cause: on some seeds a
-    service upstream of the symptoms was deployed minutes before the page. Rolling it back does
-    nothing good, and the required remediation still heals the system."""
+    service upstream of the symptoms was deployed after the culprit, minutes before the page.
+    Rolling it back does nothing good, and the required remediation still heals the system."""
     scenario = srelib.get_scenario(task)
     misleading = []
     for seed in range(16):
         env, _ = fresh(task, seed)
-        fresh_deploys = _fresh_upstream_deploys(env, scenario)
+        later = _deploys_after_the_culprits(env, scenario)
         assert env.scenario.root_cause_service == scenario.root_cause_service
-        if fresh_deploys:
-            misleading.append((seed, next(iter(fresh_deploys))))
+        if later:
+            misleading.append((seed, next(iter(later))))
     assert 2 <= len(misleading) <= 14, misleading
+    assert len({svc for _, svc in misleading}) >= 2, misleading
     for seed, svc in misleading[:2]:
         env, _ = fresh(task, seed)
         obs, reward, *_ = act(env, "rollback_deploy", svc)
-        assert reward < 0 and env.trajectory[-1]["effect"]["cleared_faults"] == []
+        assert env.trajectory[-1]["effect"]["cleared_faults"] == []
+        assert harmful_actions(scenario, env.trajectory) == 1
         env, _ = fresh(task, seed)
         remediate(env, scenario.required_remediation)
         assert healed(env)
 
 
-@pytest.mark.parametrize("task", ("severity_inversion", "heldout_aliased_severity"))
-def test_seeded_noise_never_contradicts_the_summary(task):
-    """Both summaries say orders shows only a ServiceDegraded warning: on every seed it does."""
+@pytest.mark.parametrize("task,quiet", (("severity_inversion", "orders"),
+                                        ("heldout_aliased_severity", "api_gateway")))
+def test_seeded_noise_never_contradicts_the_summary(task, quiet):
+    """Both summaries say the culprit shows only a ServiceDegraded warning: on every seed it does."""
     for seed in range(60):
         env, _ = fresh(task, seed)
         alerts = act(env, "view_alerts")[0]["action_result"]["alerts"]
-        assert {a["rule_name"] for a in alerts if a["source_service"] == "orders"} == {"ServiceDegraded"}
+        assert {a["rule_name"] for a in alerts if a["source_service"] == quiet} == {"ServiceDegraded"}
 
 
 @pytest.mark.parametrize("task", REGISTRY_ORDER)
@@ -247,10 +257,11 @@ def test_remediating_a_healthy_system_is_harmful():
     env, _ = fresh("circuit_breaker_noop")
     assert env._infra.healed()
     obs, reward, *_ = act(env, "rollback_deploy", "orders")
-    assert reward < 0 and env.trajectory[-1]["effect"]["cleared_faults"] == []
+    assert env.trajectory[-1]["effect"]["cleared_faults"] == []
+    assert harmful_actions(env.scenario, env.trajectory) == 1
     assert wait(env, 1)["service_statuses"]["orders"] != "healthy"
     obs, reward, *_ = act(env, "restart_service", "payment")
-    assert reward < 0
+    assert harmful_actions(env.scenario, env.trajectory) == 2
 
 
 def test_rollback_pops_history_and_cannot_be_repeated_for_free():
@@ -261,7 +272,6 @@ def test_rollback_pops_history_and_cannot_be_repeated_for_free():
     assert env.trajectory[-1]["effect"]["rolled_back_to"] == "31aa72c"
     assert act(env, "check_deploy_history", "orders")[0]["action_result"]["count"] == before - 1
     obs, again, *_ = act(env, "rollback_deploy", "orders")  # rolls back a good deploy: harmful
-    assert again < 0 < good
     assert env.trajectory[-1]["effect"]["cleared_faults"] == []
     obs = wait(env, 2)
     assert obs["service_statuses"]["orders"] != "healthy"
@@ -271,7 +281,7 @@ def test_rollback_pops_history_and_cannot_be_repeated_for_free():
 def test_restart_relieves_only_briefly():
     env, _ = fresh("memory_leak")
     obs, reward, *_ = act(env, "restart_service", "orders")
-    assert obs["service_statuses"]["orders"] == "healthy" and reward < 0
+    assert obs["service_statuses"]["orders"] == "healthy"
     obs = wait(env, RELIEF_MINUTES + 1)
     assert obs["service_statuses"]["orders"] != "healthy"
 
@@ -341,14 +351,15 @@ def test_designed_evidence_is_observable(seed):
     orders_deploy = act(env, "check_deploy_history", "orders")[0]["action_result"]["deploys"][-1]
     assert orders_deploy["description"] == "Refactor: extract pricing helper"
 
-    for task in ("severity_inversion", "heldout_aliased_severity"):
+    for task, culprit, evidence in (("severity_inversion", "orders", "retry counter elevated"),
+                                    ("heldout_aliased_severity", "api_gateway", "asking again at once")):
         env, obs = fresh(task, seed)
         assert obs["service_statuses"]["auth"] == "down"
-        assert obs["service_statuses"]["orders"] == "degraded"
-        orders, auth = _now(env, "orders"), _now(env, "auth")
-        assert orders["error_rate"] < 5 < auth["error_rate"], "the culprit is the quiet one"
+        assert obs["service_statuses"][culprit] == "degraded"
+        quiet, auth = _now(env, culprit), _now(env, "auth")
+        assert quiet["error_rate"] < 5 < auth["error_rate"], "the culprit is the quiet one"
         assert auth["rps"] > 2.5 * 1400
-        assert any("retry counter elevated" in x["message"] for x in _logs(env, "orders"))
+        assert any(evidence in x["message"] for x in _logs(env, culprit))
 
     env, obs = fresh("confidence_inversion", seed)
     payment = _now(env, "payment")
@@ -361,9 +372,9 @@ def test_designed_evidence_is_observable(seed):
         assert any("UnknownFieldError" in x["message"] for x in _logs(env, svc))
 
     env, obs = fresh("heldout_confidence_ordering", seed)
-    payment = _now(env, "payment")
-    assert payment["memory"] > 80 and payment["latency_p99"] > 3000
-    assert any("shared-serializer" in x["message"] for x in _logs(env, "payment"))
+    cache, gateway = _now(env, "cache"), _now(env, "api_gateway")
+    assert cache["memory"] > 80 and gateway["latency_p99"] > 1000
+    assert any("shared-buffers 2.0.1" in x["message"] for x in _logs(env, "cache"))
 
 
 @pytest.mark.parametrize("task", REGISTRY_ORDER)

@@ -9,10 +9,11 @@ import pytest
 
 from srelib.env.actions import SERVICES
 from srelib.env.belief import BeliefState
-from srelib.env.grading import WEIGHTS, diagnosis_score, r_cross, score_trajectory
+from srelib.env.grading import (DIAGNOSIS_PARTS, EXTRA_NAME_COST, WEIGHTS, diagnosis_score,
+                                r_cross, repair_credit, score_trajectory)
 from srelib.env.pools import oracle_belief
 from srelib.env.repos import load_repo, unified_diff
-from srelib.env.scenarios import get_scenario
+from srelib.env.scenarios import TASKS, get_scenario
 
 HEALTHY = dict.fromkeys(SERVICES, "healthy")
 SICK = {**HEALTHY, "orders": "degraded", "api_gateway": "degraded"}
@@ -93,7 +94,7 @@ def test_empty_or_non_applying_patches_repair_nothing():
         assert score["repair"] == 0.0 and score["final"] == 0.0
 
 
-def test_partial_repair_is_proportional_to_the_passing_tests():
+def test_a_fix_that_breaks_working_behaviour_earns_no_repair():
     tree = dict(load_repo("orders_batch").tree)
     path = "orders/handlers/batch.py"
     sloppy = tree[path].replace("        if order.order_id not in self._cache:\n"
@@ -104,9 +105,18 @@ def test_partial_repair_is_proportional_to_the_passing_tests():
                             "            self._cache.pop(order.order_id, None)\n")
     score = score_trajectory("memory_leak", "p2_only", [patch(unified_diff(tree, {**tree, path: sloppy}))])
     f2p, p2p = score["patch"]["FAIL_TO_PASS"], score["patch"]["PASS_TO_PASS"]
-    expected = sum(f2p.values()) / len(f2p) * sum(p2p.values()) / len(p2p)
-    assert score["patch"]["resolved"] == "partial" and 0 < score["repair"] < 1
-    assert score["repair"] == pytest.approx(expected, abs=1e-4)
+    assert any(f2p.values()), "the sloppy fix does fix something"
+    assert not all(p2p.values()) and score["patch"]["resolved"] == "no", "a broken PASS_TO_PASS is not partial"
+    assert score["repair"] == 0.0
+
+
+def test_repair_credit_grades_within_swe_bench_resolution():
+    f2p = {"a": True, "b": False}
+    assert repair_credit({"resolved": "full", "FAIL_TO_PASS": {"a": True}, "PASS_TO_PASS": {}}) == 1.0
+    assert repair_credit({"resolved": "partial", "FAIL_TO_PASS": f2p, "PASS_TO_PASS": {"c": True}}) == 0.5
+    assert repair_credit({"resolved": "no", "FAIL_TO_PASS": f2p,
+                          "PASS_TO_PASS": {"c": True, "d": False}}) == 0.0
+    assert repair_credit({"resolved": "no", "FAIL_TO_PASS": {"a": False}, "PASS_TO_PASS": {"c": True}}) == 0.0
 
 
 def test_no_change_scenario_rewards_declaring_no_change_and_no_patch():
@@ -129,6 +139,46 @@ def test_diagnosis_uses_whole_words_and_refuses_stuffing():
     assert diagnosis_score(s, classes, "auth", "config_change") == 0.0
     assert diagnosis_score(s, "auth config deploy cascade " * 40, "auth", "config_change") == 0.0
     assert diagnosis_score(s, s.correct_root_cause, "database", "config_change") < 0.7
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_service_credit_comes_from_the_service_field_only(task):
+    s = get_scenario(task)
+    text = f"{s.correct_root_cause} ({' '.join(s.keywords)})"
+    assert diagnosis_score(s, text, s.root_cause_service, s.fault_class) == pytest.approx(1.0)
+    unstructured = diagnosis_score(s, text, None, s.fault_class)
+    assert unstructured == pytest.approx(1.0 - DIAGNOSIS_PARTS["service"])
+    assert diagnosis_score(s, text, "", s.fault_class) == unstructured
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_hedging_over_services_in_the_text_costs_credit(task):
+    """The issue's hedge: service field empty, the text naming the culprit and one more service,
+    every keyword, the right fault class. It can no longer reach the committed answer's credit."""
+    s = get_scenario(task)
+    keywords = " ".join(s.keywords)
+    committed = diagnosis_score(s, keywords, s.root_cause_service, s.fault_class)
+    for other in SERVICES:
+        if other == s.root_cause_service:
+            continue
+        hedge = diagnosis_score(s, f"{s.root_cause_service} or {other}: {keywords}", None, s.fault_class)
+        assert hedge <= committed - DIAGNOSIS_PARTS["service"] + 1e-9
+        assert hedge <= 0.6 + 1e-9
+
+
+def test_every_extra_service_or_fault_class_named_in_the_text_costs_credit():
+    s = get_scenario("memory_leak")  # involves orders only
+    base = diagnosis_score(s, "orders memory leak after the deploy", "orders", "memory_leak")
+    one = diagnosis_score(s, "orders memory leak after the deploy, or payment", "orders", "memory_leak")
+    assert base == pytest.approx(1.0) and one == pytest.approx(1.0 - EXTRA_NAME_COST)
+    hedged_class = diagnosis_score(s, "orders memory leak or a deadlock after the deploy", "orders",
+                                   "memory_leak")
+    assert hedged_class == pytest.approx(1.0 - EXTRA_NAME_COST)
+    assert diagnosis_score(s, "orders memory leak or a deadlock after the deploy", "orders",
+                           "deadlock") == pytest.approx(1.0 - DIAGNOSIS_PARTS["fault_class"])
+    victims = get_scenario("cascading_failure")  # naming the involved victims is the story
+    assert diagnosis_score(victims, "auth config deploy cascade to api_gateway and orders", "auth",
+                           "config_change") == pytest.approx(1.0)
 
 
 def test_the_last_declaration_counts_else_the_handed_over_belief():

@@ -30,8 +30,9 @@ def completion(content):
 
 
 class Stub:
-    """Scripted replies, the last one repeating: each is (status, body dict or raw str, delay_s),
-    or a function of the request (body, headers) that returns such a triple."""
+    """Scripted replies, the last one repeating: each is (status, body dict or raw str, delay_s)
+    with an optional fourth item, a dict of extra headers, or a function of the request (body,
+    headers) that returns such a tuple."""
 
     def __init__(self, script):
         self.script, self.requests = list(script), []
@@ -45,7 +46,7 @@ class Stub:
                 with stub.lock:
                     stub.requests.append({"body": body, "auth": self.headers.get("Authorization")})
                     entry = stub.script.pop(0) if len(stub.script) > 1 else stub.script[0]
-                    status, reply, delay = entry(body, self.headers) if callable(entry) else entry
+                    status, reply, delay, *extra = entry(body, self.headers) if callable(entry) else entry
                     stub.active += 1
                     stub.max_active = max(stub.max_active, stub.active)
                 try:
@@ -54,6 +55,8 @@ class Stub:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
+                    for key, value in (extra[0] if extra else {}).items():
+                        self.send_header(key, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
@@ -248,10 +251,14 @@ def served_tiny_model(tmp_path_factory):
         yield served.base_url, served.model
 
 
-def test_full_episodes_against_transformers_serve(served_tiny_model):
+@pytest.mark.parametrize("tools", [False, True])
+def test_full_episodes_against_transformers_serve(served_tiny_model, tools):
+    """With ``tools=True`` the server takes the tool definitions; a model that answers in text
+    (the tiny one does) still has its actions read from the text."""
     url, path = served_tiny_model
     policy = OpenAIChatPolicy(path, base_url=url, api_key="unused", temperature=0,
-                              max_tokens=24, timeout=60, max_retries=1, max_failures=2)
+                              max_tokens=24, timeout=60, max_retries=1, max_failures=2,
+                              tools=tools)
     env = srelib.IncidentEnv()
     for seed in (0, 1):
         obs, info = env.reset(task="memory_leak", pool="C", seed=seed)
@@ -268,6 +275,7 @@ def test_full_episodes_against_transformers_serve(served_tiny_model):
     answered = [u for u in policy.usage if u.get("error") is None]
     assert len(answered) >= 2 and all(u["completion_tokens"] for u in answered)
     assert all(u.get("error") is None for u in policy.usage[2:])
+    assert policy.tools is tools  # the server accepted the tools: no fallback was needed
 
 
 def test_served_model_stops_with_its_block(tmp_path_factory):
@@ -282,3 +290,201 @@ def test_served_model_stops_with_its_block(tmp_path_factory):
             pass
     with pytest.raises(OSError):
         socket.create_connection((host, int(port)), timeout=2).close()
+
+
+# ── contained faults (issue 12): deadlines, Retry-After, one bad lane, no keys on disk ─────
+
+
+class Trickle:
+    """A real loopback server that sends headers, then its body one byte every ``every_s``,
+    and records when the client hung up."""
+
+    def __init__(self, every_s: float):
+        self.every_s, self.hung_up = every_s, threading.Event()
+        trickle = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                body = json.dumps(VIEW).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    for byte in body:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(trickle.every_s)
+                except (BrokenPipeError, ConnectionResetError):
+                    trickle.hung_up.set()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_trickled_body_cannot_hold_a_call_past_its_deadline():
+    server = Trickle(every_s=1.0)  # ~250 bytes: a per-read timeout would let this run 4 minutes
+    try:
+        policy = OpenAIChatPolicy("m", base_url=server.url, api_key=SECRET, timeout=2.5,
+                                  max_retries=0)
+        start = time.perf_counter()
+        action = policy(OBS, 1, "memory_leak")
+        elapsed = time.perf_counter() - start
+        assert 2.4 < elapsed < 3.0
+        assert action["action_type"] == PARSE_ERROR and "ReplyTimeout" in action["parameters"]["reason"]
+        assert server.hung_up.wait(5)  # the connection was closed, not left to trickle on
+    finally:
+        server.close()
+
+
+def test_the_deadline_covers_every_retry():
+    server = Trickle(every_s=0.3)
+    try:
+        policy = OpenAIChatPolicy("m", base_url=server.url, api_key=SECRET, timeout=1.0,
+                                  deadline=2.5, max_retries=10, backoff=0.01, max_failures=5)
+        start = time.perf_counter()
+        policy(OBS, 1, "memory_leak")
+        assert time.perf_counter() - start < 3.0
+        assert policy.usage[-1]["attempts"] == 3 and "ReplyTimeout" in policy.usage[-1]["error"]
+    finally:
+        server.close()
+
+
+def _rate_limited(retry_after: str):
+    """A 429 asking to wait ``retry_after``, then a good reply; and the times of the requests."""
+    calls = []
+
+    def reply(body, headers):
+        calls.append(time.perf_counter())
+        if len(calls) == 1:
+            return 429, {"error": {"message": "slow down"}}, 0, {"Retry-After": retry_after}
+        return 200, VIEW, 0
+    return reply, calls
+
+
+@pytest.mark.parametrize("retry_after, cap, low, high", [
+    ("1", 30.0, 0.95, 1.6),            # honoured
+    ("100", 0.5, 0.45, 0.9),           # capped
+    ("Wed, 21 Oct 2015 07:28:00 GMT", 30.0, 0.0, 0.5),  # an HTTP date in the past: no wait
+])
+def test_retry_after_is_honoured_up_to_a_cap(retry_after, cap, low, high):
+    reply, calls = _rate_limited(retry_after)
+    with Stub([reply]) as stub:
+        policy = policy_for(stub, max_retries=2, max_retry_after=cap, timeout=10)
+        assert policy(OBS, 1, "memory_leak")["action_type"] == "view_alerts"
+    assert len(calls) == 2 and low <= calls[1] - calls[0] < high
+
+
+def test_a_retry_after_beyond_the_deadline_ends_the_call_at_once():
+    reply, calls = _rate_limited("50")
+    with Stub([reply]) as stub:
+        policy = policy_for(stub, max_retries=3, max_retry_after=60, timeout=1, deadline=2)
+        start = time.perf_counter()
+        action = policy(OBS, 1, "memory_leak")
+    assert time.perf_counter() - start < 1.0 and len(calls) == 1
+    assert "RateLimitError" in action["parameters"]["reason"]
+
+
+MALFORMED = {
+    "number content": (200, completion(123), 0),
+    "list content": (200, completion([{"type": "text", "text": "hi"}]), 0),
+    "no message": (200, {"id": "c", "object": "chat.completion", "choices": [{"index": 0}]}, 0),
+    "choices not a list": (200, {"choices": {"0": VIEW}}, 0),
+    "a JSON list": (200, [VIEW], 0),
+    "cut-off JSON": (200, json.dumps(VIEW)[:40], 0),
+    "deeply nested JSON": (200, "[" * 5000 + "]" * 5000, 0),
+    "usage as strings": (200, dict(completion("hello"), usage={"prompt_tokens": "many"}), 0),
+    "server error": (500, {"error": {"message": "boom"}}, 0),
+}
+
+
+@pytest.mark.parametrize("kind", list(MALFORMED))
+def test_a_bad_reply_in_a_batch_affects_only_its_own_lane(kind):
+    def by_lane(body, headers):  # lane 2's conversation gets the bad reply
+        return MALFORMED[kind] if "lane-2" in json.dumps(body["messages"]) else (200, VIEW, 0)
+
+    items = [({**OBS, "incident_title": f"lane-{lane}"}, 1, "memory_leak", lane) for lane in range(4)]
+    with Stub([by_lane]) as stub:
+        actions = policy_for(stub, max_retries=0, fold_system=False).act_batch(items)
+    kinds = [a["action_type"] for a in actions]
+    assert kinds[:2] + kinds[3:] == ["view_alerts"] * 3 and kinds[2] == PARSE_ERROR
+
+
+def test_one_malformed_reply_does_not_end_the_other_episodes_of_a_lockstep_batch():
+    served = []
+
+    def second_is_bad(body, headers):
+        served.append(1)
+        return (200, completion(123), 0) if len(served) == 2 else (200, VIEW, 0)
+
+    with Stub([second_is_bad]) as stub:
+        frame = srelib.evaluate({"llm": policy_for(stub, max_retries=0, max_concurrency=1)},
+                                tasks=["memory_leak"], pools=["C"], seeds=4, max_steps=2,
+                                progress=False)
+    assert list(frame.ended_by) == ["max_steps"] * 4
+    assert sorted(frame.parse_failures) == [0, 0, 0, 1]
+
+
+def test_api_keys_never_reach_run_json(tmp_path):
+    import functools
+
+    hf_token = "hf_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6"
+    factory = functools.partial(OpenAIChatPolicy, "m", base_url="http://127.0.0.1:9/v1",
+                                api_key=SECRET, max_retries=0, max_failures=1,
+                                name=f"llm-{hf_token}")
+    srelib.evaluate({"llm": factory}, tasks=["memory_leak"], pools=["C"], seeds=1, max_steps=1,
+                    out=tmp_path, progress=False)
+    text = (tmp_path / "run.json").read_text()
+    assert SECRET not in text and hf_token not in text
+    described = json.loads(text)["config"]["policies"]["llm"]
+    assert "api_key=<redacted>" in described and "base_url='http://127.0.0.1:9/v1'" in described
+
+
+def tool_reply(name, arguments):
+    body = completion(None)
+    body["choices"][0]["message"]["tool_calls"] = [
+        {"id": "t1", "type": "function", "function": {"name": name, "arguments": arguments}}]
+    return body
+
+
+def test_tools_are_sent_and_tool_calls_read_as_actions():
+    from srelib.policies.tools import tool_definitions
+
+    script = [(200, tool_reply("check_metrics", '{"target_service": "orders"}'), 0),
+              (200, tool_reply("no_such_action", "{}"), 0)]
+    with Stub(script) as stub:
+        policy = policy_for(stub, tools=True)
+        action = policy(OBS, 1, "memory_leak")
+        assert stub.requests[0]["body"]["tools"] == tool_definitions()
+        assert (action["action_type"], action["target_service"]) == ("check_metrics", "orders")
+        refused = policy(OBS, 1, "memory_leak")
+    assert refused["action_type"] == PARSE_ERROR
+    assert "unknown tool" in refused["parameters"]["reason"]
+
+
+def test_a_server_without_tool_support_is_asked_again_without_tools():
+    def no_tools(body, headers):
+        if "tools" in body:
+            return 400, {"error": {"message": "tools are not supported"}}, 0
+        return 200, VIEW, 0
+
+    with Stub([no_tools]) as stub:
+        policy = policy_for(stub, tools=True)
+        first = policy(OBS, 1, "memory_leak")
+        second = policy(OBS, 1, "memory_leak")
+    assert first["action_type"] == second["action_type"] == "view_alerts"
+    sent = ["tools" in r["body"] for r in stub.requests]
+    # refused with tools (also with the system prompt folded, the other thing a 400 may mean),
+    # then asked without tools, then never with them again
+    assert sent == [True, True, False, False]
+    assert policy.tools is False and policy.fold_system is False

@@ -1,11 +1,14 @@
 """The action parser over realistic model replies, good and broken."""
 
 import json
+import statistics
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import srelib.parse as parse_module
 from srelib import parse_action
 from srelib.env.actions import ACTION_NAMES, GIVE_UP, PARSE_ERROR, SERVICES
 from srelib.parse import _parse_action_json, give_up_action, parse_error_action
@@ -176,3 +179,145 @@ def test_every_valid_action_round_trips(entry, style, params):
     result = parse_action(text, PHASE1)
     assert result.action == {"action_type": action_type, "target_service": target or None,
                              "parameters": params}
+
+
+# ── bounded in time and depth (issue 12): hostile text up to 1 MB ──────────────────────────
+
+MB = 1_000_000
+ACTION = '{"action_type": "view_alerts", "target_service": null, "parameters": {}}'
+HOSTILE = {
+    "deep brackets (RecursionError before)": '{"a": ' + "[" * 1000 + "]" * 1000 + "}",
+    "deep brackets, 1 MB": '{"a": ' + "[" * (MB // 2 - 10) + "]" * (MB // 2 - 10) + "}",
+    "500 nested braces (195 ms before)": "{" * 500 + "}" * 500,
+    "400 KB of braces (> 20 s before)": "{" * 200_000 + "}" * 200_000,
+    "1 MB of {": "{" * MB,
+    "1 MB of }": "}" * MB,
+    "{} repeated": "{}" * (MB // 2),
+    "{{}} repeated": "{{}}" * (MB // 4),
+    "small objects repeated": '{"a":{}}' * (MB // 8),
+    "bogus actions repeated": (ACTION.replace("view_alerts", "bogus") + "\n") * (MB // 80),
+    "quotes inside braces": "{" + "'," * (MB // 2 - 1) + "}",
+    "unclosed double quote": '{"a": "' + "x" * (MB - 20) + "}",
+    "unclosed single quote": "{'a': '" + "{" * (MB - 20),
+    "escaped quotes": '{"a": "' + '\\"' * (MB // 2 - 10) + '"}',
+    "backslashes": "{'a': '" + "\\\\" * (MB // 2 - 10) + "'}",
+    "nested objects 100k deep": '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "an action under 900 levels": '{"a":' * 900 + ACTION + "}" * 900,
+    "a 1 MB number": '{"action_type": "query_logs", "target_service": "orders", "parameters": '
+                     '{"limit": ' + "9" * (MB - 200) + "}}",
+    "a 1 MB python literal": "{" + ", ".join(f"'k{i}': 'v'" for i in range(70_000)) + "}",
+    "trailing commas": "{" + '"a": [1,],' * (MB // 12) + "}",
+    "don't, many times": "{don't " * (MB // 7),
+    "spaces before a quote": "{" + " " * (MB - 10) + "'a'}",
+    "commas and spaces": "{" + ", " * (MB // 2 - 2) + "}",
+    "[{ nesting": "[{" * (MB // 4) + "}]" * (MB // 4),
+    "a 1 MB action name": '{"action_type": "' + "q" * (MB - 30) + '"}',
+    "a 1 MB target": '{"action_type": "check_metrics", "target_service": "' + "o" * (MB - 60) + '"}',
+    "a deeply nested target": '{"action_type": "check_metrics", "target_service": ' + "[" * 900
+                              + "]" * 900 + "}",
+    "a 1 MB bare word": "a" * MB,
+    "prose": "I think the root cause is the orders service. " * (MB // 47),
+}
+FOUND = {  # hostile but readable: the action must still come through
+    "a valid 1 MB patch": json.dumps({"action_type": "propose_patch", "parameters": {
+        "diff": "+{'x': \"}\"}\n" * (MB // 20)}}),
+    "an action after 800 KB of prose": "x " * 400_000 + ACTION,
+    "a huge float": '{"action_type": "view_alerts", "x": 1e' + "9" * 1000 + "}",
+}
+
+
+class Counting:
+    """Wraps a function of the parser module and counts its calls and the characters it got."""
+
+    def __init__(self, inner):
+        self.inner, self.calls, self.chars = inner, 0, 0
+
+    def __call__(self, text, *args):
+        self.calls += 1
+        self.chars += len(text)
+        return self.inner(text, *args)
+
+
+class CountingPattern:
+    def __init__(self, pattern):
+        self.pattern, self.calls = pattern, 0
+
+    def search(self, *args):
+        self.calls += 1
+        return self.pattern.search(*args)
+
+
+@pytest.mark.parametrize("name", [*HOSTILE, *FOUND])
+def test_hostile_text_is_read_with_bounded_work(name, monkeypatch):
+    text = {**HOSTILE, **FOUND}[name]
+    loads = Counting(parse_module._load)
+    scan = CountingPattern(parse_module._TOKEN)
+    monkeypatch.setattr(parse_module, "_load", loads)
+    monkeypatch.setattr(parse_module, "_TOKEN", scan)
+    result = parse_action(text)
+    assert result.ok == (name in FOUND)
+    assert result.ok or len(result.error) < 2000
+    assert scan.calls <= parse_module.MAX_TOKENS + 1
+    assert loads.calls <= parse_module.MAX_SPANS + 2  # + a parameters string, at most once each
+    assert loads.chars <= parse_module.LOAD_BUDGET + len(text)
+
+
+def test_no_hostile_text_takes_long():
+    """Each input is at most 1 MB; the limit leaves room for a loaded 2-core machine
+    (measured here: at most about 45 ms each; the old parser took over 20 s on one)."""
+    worst = {}
+    for name, text in {**HOSTILE, **FOUND}.items():
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            parse_action(text, PHASE1)
+            times.append(time.perf_counter() - started)
+        worst[name] = statistics.median(times)
+    slowest = max(worst, key=worst.get)
+    assert worst[slowest] < 0.5, f"{slowest}: {worst[slowest]:.3f} s"
+
+
+def test_replies_longer_than_the_limit_get_a_reason():
+    result = parse_action(" " * parse_module.MAX_REPLY_CHARS + ACTION)
+    assert not result.ok and "longer than" in result.error
+
+
+def _quoted(alphabet):
+    text = st.text(alphabet=alphabet, max_size=8)
+    return text.map(lambda t: f'"{t}"') | text.map(lambda t: f"'{t}'")
+
+
+def _nested(inner):
+    in_object = st.lists(inner | _quoted(" :,0123456789[]{}"), max_size=3).map(", ".join)
+    items = st.lists(inner, max_size=3).map(", ".join)
+    return in_object.map(lambda t: "{" + t + "}") | items.map(lambda t: "[" + t + "]") | items
+
+
+# Well-formed nestings of braces, brackets and quoted strings (braces in strings inside objects
+# only: outside an object a quote is prose, as in "don't"), none of them an action.
+junk_text = st.recursive(st.text(alphabet=" :,0123456789", max_size=6) | _quoted(" :,0123456789[]"),
+                         _nested, max_leaves=12)
+structural_text = st.lists(st.sampled_from(list('{}[]"\':,\\ ax') + ['{"', '"}', '\\"', "[{", "}]",
+                                                                     ACTION]),
+                           max_size=300).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(structural_text)
+def test_any_nesting_of_braces_and_quotes_gives_an_action_or_a_reason(text):
+    started = time.perf_counter()
+    result = parse_action(text, PHASE1)
+    assert (result.action is None) != (result.error is None)
+    assert time.perf_counter() - started < 0.5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(junk_text, max_size=4).map(" ".join), st.sampled_from(PHASE1))
+def test_an_action_after_closed_braces_and_quotes_is_found(junk, entry):
+    """Whatever well-formed nesting of braces, brackets and quoted strings comes first (none of
+    it an action), the action object that follows it is read."""
+    action_type, _, target = entry.partition(":")
+    text = junk + "\nAction: " + json.dumps({"action_type": action_type, "target_service": target or None})
+    result = parse_action(text, PHASE1)
+    assert result.action == {"action_type": action_type, "target_service": target or None,
+                             "parameters": {}}, (text, result.error)

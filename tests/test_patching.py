@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import patching
+from srelib.env import patching, sandbox
 from srelib.env.patching import grade_patch, normalise_diff
 from srelib.env.repos import REPO_DATA, load_repo, unified_diff
 
@@ -49,7 +49,7 @@ def test_reference_fix_resolves_and_an_empty_patch_does_not():
     good = grade_patch(REPO, TASK, _fix())
     assert good["patch_applied"] and good["resolved"] == "full" and not good["timed_out"]
     assert set(good) == {"patch_applied", "apply_error", "tests_touched", "FAIL_TO_PASS",
-                         "PASS_TO_PASS", "resolved", "timed_out"}
+                         "PASS_TO_PASS", "resolved", "timed_out", "isolation"}
     empty = grade_patch(REPO, TASK, "")
     assert not empty["patch_applied"] and empty["resolved"] == "no" and empty["apply_error"]
     assert not any(empty["FAIL_TO_PASS"].values())
@@ -118,16 +118,21 @@ def test_changes_to_test_files_are_dropped_and_reported():
     assert both["patch_applied"] and both["resolved"] == "full" and len(both["tests_touched"]) == 2
 
 
-def test_partial_resolution_when_guarded_behaviour_breaks():
+def test_resolution_follows_swe_bench():
     tree = _tree()
-    sloppy = tree[BATCH].replace("        if order.order_id not in self._cache:\n"
-                                 "            self._pending.append(order.order_id)\n",
+    guard = "        if order.order_id not in self._cache:\n"
+    half_fix = tree[BATCH].replace(guard, "        if order.order_id not in self._pending:\n")
+    result = grade_patch(REPO, TASK, unified_diff(tree, {**tree, BATCH: half_fix}))
+    assert result["patch_applied"] and result["resolved"] == "partial"
+    assert 0 < sum(result["FAIL_TO_PASS"].values()) < len(result["FAIL_TO_PASS"])
+    assert all(result["PASS_TO_PASS"].values())
+    sloppy = tree[BATCH].replace(guard + "            self._pending.append(order.order_id)\n",
                                  "        self._pending.append(order.order_id)\n")
     sloppy = sloppy.replace(ANCHOR, ANCHOR + FIX_LINE.replace("del self._cache[order.order_id]",
                                                                "self._cache.pop(order.order_id, None)"))
     result = grade_patch(REPO, TASK, unified_diff(tree, {**tree, BATCH: sloppy}))
-    assert result["patch_applied"] and result["resolved"] == "partial"
     assert any(result["FAIL_TO_PASS"].values()) and not all(result["PASS_TO_PASS"].values())
+    assert result["patch_applied"] and result["resolved"] == "no", "a broken PASS_TO_PASS is never partial"
 
 
 def test_results_are_memoised_and_copies():
@@ -174,17 +179,16 @@ def test_infinite_loop_is_killed_at_the_wall_timeout():
 
 
 def test_fork_bomb_is_refused_and_leaves_no_process_behind():
+    marker = f"30.{uuid.uuid4().int % 10**12:012d}"  # a sleep length no other process uses
     bomb = ("import os, subprocess\n"
             "for _ in range(1000):\n"
             "    try:\n        os.fork()\n    except Exception:\n        pass\n"
-            "    try:\n        subprocess.Popen(['/bin/sleep', '30'])\n    except Exception:\n        pass\n"
+            f"    try:\n        subprocess.Popen(['/bin/sleep', '{marker}'])\n    except Exception:\n        pass\n"
             "raise SystemExit('bomb done')\n")
     result, elapsed = _graded_quickly(_batch_diff(bomb), timeout_s=5.0)
     assert result["resolved"] == "no" and elapsed < 7.0
-    uid = patching.sandbox_python()[1]
-    if uid is not None:
-        left = subprocess.run(["ps", "-u", str(uid), "-o", "pid="], capture_output=True, text=True)
-        assert left.stdout.strip() == ""
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout.strip() == ""
 
 
 def test_writes_outside_the_copy_change_nothing(tmp_path):
@@ -253,7 +257,7 @@ def test_huge_output_and_fake_result_lines_are_ignored():
 
 def test_the_sandbox_environment_is_built_from_scratch(monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_sentinel")
-    env = patching._sandbox_env("/tmp/x")
+    env = sandbox.minimal_env("/tmp/x")
     assert not any(k.endswith("_API_KEY") or "TOKEN" in k or k.startswith(("OPENAI_", "HF_")) for k in env)
     assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ"}
 

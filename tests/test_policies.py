@@ -119,14 +119,17 @@ def test_revert_proposes_the_reverse_of_the_bad_commit():
     bad = next(c for c in load_repo("orders_auth_client").commits if c.sha == "f8c9b13")
     assert patch == reverse_diff(bad.diff)
     assert info["score"]["patch"]["patch_applied"]
-    assert info["score"]["repair"] > 0
 
 
-def test_revert_is_strong_but_imperfect():
-    repairs = [run(RevertPhase2Policy(), t, mode="p2_only", seed=0)[1]["score"]["repair"]
-               for t in TASKS]
-    assert sum(repairs) / len(repairs) >= 0.3
-    assert min(repairs) < 1.0 and max(repairs) == 1.0
+def test_a_blind_revert_loses_the_bad_commits_feature_and_resolves_nothing():
+    for task in TASKS:
+        score = run(RevertPhase2Policy(), task, mode="p2_only", seed=0)[1]["score"]
+        if not srelib.get_scenario(task).needs_fix:
+            assert score["repair"] == 1.0  # the handover says "none": no change declared
+            continue
+        patch = score["patch"]
+        assert patch["patch_applied"] and not all(patch["PASS_TO_PASS"].values()), task
+        assert patch["resolved"] == "no" and score["repair"] == 0.0, task
 
 
 def test_revert_declares_no_change_when_the_handover_says_no_fault():
@@ -317,3 +320,19 @@ def test_history_trimming_keeps_the_system_prompt_and_the_incident():
     # An unanswered turn is replaced, never doubled (templates need alternating roles).
     transcript.add_observation({**obs, "steps_taken": 13})
     assert [m["role"] for m in transcript.messages()][-2:] == ["assistant", "user"]
+
+
+def test_history_is_trimmed_in_blocks_so_turns_mostly_append():
+    transcript = Transcript(obs_chars=300, max_history=4, max_chars=10**6)
+    rewrites, previous = [], None
+    for step in range(13):
+        transcript.add_observation({"steps_taken": step, "valid_actions": ["view_alerts"]})
+        messages = transcript.messages()
+        assert len(messages) <= 2 + 2 * 4 and f"steps_taken={step}" in messages[-1]["content"]
+        if previous is not None and messages[:len(previous)] != previous:
+            rewrites.append(step)
+        transcript.add_reply(f"reply {step}")
+        previous = transcript.messages()
+    # Over the limit, the two oldest pairs go at once; between trims the prompt only appends
+    # (which keeps a KV cache or a server's prefix cache valid).
+    assert rewrites == [5, 8, 11]

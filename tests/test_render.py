@@ -61,8 +61,31 @@ def test_metric_history_becomes_one_sparkline_per_metric():
     assert "Metrics of orders" in html and "minutes 1\u201330" in html
     polyline = re.search(r'<polyline[^>]*points="([^"]+)"', html).group(1)
     assert len(polyline.split()) == 30
-    assert "memory: <b>100</b>" in html  # the latest value
-    assert "rps: <b>500</b>" in html  # a flat series still draws
+    assert "memory: <b>100\u202f%</b>" in html  # the latest value, with its unit
+    assert "rps: <b>500\u202freq/s</b>" in html  # a flat series still draws
+    assert "[21\u201350\u202f%]" in html  # the range, with its unit
+
+
+def test_long_files_diffs_and_logs_scroll_in_a_capped_box():
+    long_file = "\n".join(f"line {n}" for n in range(2000))
+    for html in (render.code_block(long_file), render.diff_block("+x\n" * 2000),
+                 render.log_lines([{"level": "INFO", "message": "m"}] * 50)):
+        assert 'srl-scroll"' in html.split(">", 1)[0] + ">"
+    assert re.search(r"\.srl-scroll\{max-height:\d+px;overflow:auto", render.STYLE)
+
+
+def test_boards_list_services_in_one_order():
+    from srelib.env.actions import SERVICES
+
+    shuffled = dict(sorted({s: "healthy" for s in SERVICES}.items()))  # as a stored JSON has it
+    html = render.status_board(shuffled)
+    assert [html.index(f"title=\"{s}:") for s in SERVICES] == \
+        sorted(html.index(f"title=\"{s}:") for s in SERVICES)
+    deps = render.action_result({"dependencies": {"depends_on": ["database", "payment", "auth"]}})
+    assert "auth, payment, database" in deps
+    health = render.action_result({"health_check": {"dependencies": {"database": "ok",
+                                                                     "auth": "ok"}}})
+    assert health.index("auth") < health.index("database")
 
 
 def test_files_have_line_numbers_from_the_requested_start():

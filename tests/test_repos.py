@@ -94,7 +94,7 @@ def test_hidden_tests_fail_before_and_pass_after_the_fix(task, name):
 @pytest.mark.parametrize("name", REPOS)
 def test_hidden_tests_and_fixes_are_not_in_the_workspace_tree(name):
     repo = load_repo(name)
-    for text in repo.hidden_tests.values():
+    for text in [*repo.hidden_tests.values(), *repo.checks.values()]:
         assert text not in repo.tree.values()
     for path in repo.tree:
         assert not path.startswith(("hidden_tests/", "fix/", "commits/")) and path != "manifest.json"
@@ -143,3 +143,22 @@ def test_unknown_repo_or_task_names_the_valid_choices():
         load_repo("no_such_repo")
     with pytest.raises(ValueError, match="memory_leak"):
         load_repo("orders_batch").fail_to_pass("cascading_failure")
+
+
+def test_held_out_tasks_share_nothing_with_train_tasks():
+    """A held-out task has its own repository, bug, fix and hidden tests, and neither its answer
+    (culprit service and fault class) nor its involvement pattern is any train task's."""
+    train = [get_scenario(t) for t in TASKS if not get_scenario(t).heldout]
+    train_repos = {s.repo for s in train}
+    train_tests = {text for s in train for text in
+                   [*load_repo(s.repo).hidden_tests.values(), *load_repo(s.repo).checks.values()]}
+    held_out = [get_scenario(t) for t in TASKS if get_scenario(t).heldout]
+    assert held_out
+    for s in held_out:
+        repo = load_repo(s.repo)
+        assert s.repo not in train_repos and repo.tasks == (s.name,)
+        assert not train_tests & {*repo.hidden_tests.values(), *repo.checks.values()}
+        assert (s.root_cause_service, s.fault_class) not in {(t.root_cause_service, t.fault_class)
+                                                             for t in train}
+        assert set(s.involved_services) not in [set(t.involved_services) for t in train]
+        assert set(s.required_remediation) not in [set(t.required_remediation) for t in train]

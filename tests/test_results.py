@@ -1,12 +1,13 @@
 """Episode records and the run directory store: round trips, appends, resume, killed runs."""
 
 import json
+import warnings
 
 import pytest
 
 from srelib.env.actions import PARSE_ERROR
-from srelib.results import (COLUMNS, EPISODES_FILE, Episode, RunStore, count_parse_failures,
-                            load_config, load_episodes, load_run)
+from srelib.results import (COLUMNS, EPISODES_FILE, CorruptLinesWarning, Episode, RunStore,
+                            count_parse_failures, load_config, load_episodes, load_run)
 
 
 def _episode(seed=0, policy="heuristic", final=0.5):
@@ -90,7 +91,8 @@ def test_killed_run_truncated_line_is_ignored_then_repaired(tmp_path):
     store.append(_episode(0))
     with (tmp_path / EPISODES_FILE).open("a") as fh:
         fh.write(_episode(1).to_json()[:50])  # a write cut short by a kill
-    assert list(load_run(tmp_path)["seed"]) == [0]
+    with pytest.warns(CorruptLinesWarning, match="skipped 1 corrupt line"):
+        assert list(load_run(tmp_path)["seed"]) == [0]
     resumed = RunStore(tmp_path)
     assert resumed.append(_episode(1))
     assert [e.seed for e in load_episodes(tmp_path)] == [0, 1]
@@ -98,13 +100,41 @@ def test_killed_run_truncated_line_is_ignored_then_repaired(tmp_path):
     assert len(lines) == 2 and all(json.loads(line) for line in lines)
 
 
-def test_corrupt_line_in_the_middle_is_an_error(tmp_path):
-    path = tmp_path / EPISODES_FILE
-    path.write_text(_episode(0).to_json() + "\nnot json\n" + _episode(1).to_json() + "\n")
-    with pytest.raises(ValueError, match=":2 is not a stored Episode"):
-        load_run(tmp_path)
+CORRUPT = [b"not json", _episode(7).to_json()[:80].encode(), b"\xff\xfe broken utf-8",
+           b"[" * 100_000 + b"]" * 100_000, b'{"policy": "x"}', b"null", b'"a string"']
+
+
+def test_corrupt_lines_anywhere_are_skipped_with_a_count_then_rewritten(tmp_path):
+    good = [_episode(seed).to_json().encode() for seed in range(3)]
+    lines = [CORRUPT[0], good[0], *CORRUPT[1:4], good[1], good[1], *CORRUPT[4:], good[2], b"half"]
+    (tmp_path / EPISODES_FILE).write_bytes(b"\n".join(lines))
+    with pytest.warns(CorruptLinesWarning, match="skipped 8 corrupt line\\(s\\) \\(line 1, 3, 4, 5, 8"):
+        assert list(load_run(tmp_path)["seed"]) == [0, 1, 2]
+    store = RunStore(tmp_path)  # resuming rewrites the file: good lines only, once each
+    assert store.done == {_episode(s).key for s in range(3)}
+    assert (tmp_path / EPISODES_FILE).read_bytes() == b"".join(line + b"\n" for line in good)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.append(_episode(7)) and len(load_episodes(tmp_path)) == 4
 
 
 def test_load_run_on_a_plain_directory_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="not a run directory"):
         load_run(tmp_path)
+
+
+def test_episode_repr_is_a_one_line_summary():
+    episode = _episode(seed=4, final=0.5)
+    text = repr(episode)
+    assert text == ("Episode(task=memory_leak, pool=C, seed=4, policy=heuristic, final=0.500, "
+                    "steps=4)")
+    assert repr(Episode(policy="p", task="t", pool=None, mode="joint", seed=1)) == \
+        "Episode(task=t, pool=None, seed=1, policy=p, final=-, steps=0)"
+
+
+def test_load_run_accepts_the_episodes_file_itself(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.append(_episode(seed=1))
+    store.append(_episode(seed=2))
+    by_file = load_run(tmp_path / "run" / EPISODES_FILE)
+    assert by_file.equals(load_run(tmp_path / "run")) and list(by_file["seed"]) == [1, 2]

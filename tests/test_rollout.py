@@ -12,7 +12,7 @@ from srelib.cli import scripted_policy
 from srelib.env.actions import PARSE_ERROR, ActionType
 from srelib.policies import (NullPhase1Policy, OracleP1ThenRandomP2Policy, RandomPhase2Policy,
                              RevertPhase2Policy)
-from srelib.results import COLUMNS, load_run
+from srelib.results import COLUMNS, load_episodes, load_run
 from srelib.rollout import ceiling_table, evaluate, measure_null_context, run_episode
 
 TIMING = ["wall_s", "latency_s"]
@@ -297,3 +297,48 @@ def test_the_seed_policies_run_unchanged_through_evaluate():
                      progress=False)
     assert len(frame) == 3 * 2 * 2 * 2
     assert frame["error"].isna().all() and frame["final"].between(0, 1).all()
+
+
+class HostileOnSeed:
+    """Scripted on most seeds; on seed 1 it sends a 1,000-deep action, on seed 2 it raises."""
+
+    def reset(self, seed=None, task_name=None):
+        self.seed = seed
+
+    def __call__(self, observation, phase, task_name):
+        if self.seed == 2:
+            raise RuntimeError("policy crashed")
+        if self.seed == 1:
+            deep = "orders"
+            for _ in range(1000):
+                deep = [deep]
+            return {"action_type": "check_metrics", "target_service": deep,
+                    "parameters": {"limit": 10**5000}}
+        return NullPhase1Policy()(observation, phase, task_name)
+
+
+class StepRaisesOnce(srelib.IncidentEnv):
+    """An environment whose second step raises (a bug, a dropped remote connection)."""
+
+    def step(self, action):
+        if len(self.trajectory) == 1:
+            raise ConnectionError("environment went away")
+        return super().step(action)
+
+
+def test_one_bad_episode_does_not_stop_the_others(tmp_path):
+    frame = evaluate({"hostile": HostileOnSeed}, tasks=["memory_leak"], pools=["C"], seeds=4,
+                     max_steps=4, progress=False, out=tmp_path / "run")
+    assert list(frame.seed) == [0, 1, 2, 3]
+    ended = dict(zip(frame.seed, frame.ended_by))
+    assert ended[2] == "policy_error" and "policy crashed" in frame.error[2]
+    assert ended[1] == "max_steps" and pd.isna(frame.error[1])
+    assert all(ended[s] not in ("policy_error", "env_error") for s in (0, 1, 3))
+    json.dumps([e.to_dict() for e in load_episodes(tmp_path / "run")], allow_nan=False)
+
+
+def test_an_environment_exception_ends_only_its_episode():
+    episode = run_episode(StepRaisesOnce(), RandomPhase2Policy(seed=0), task="memory_leak",
+                          pool="B", seed=0)
+    assert episode.ended_by == "env_error" and "environment went away" in episode.error
+    assert len(episode.steps) == 1 and episode.score is not None

@@ -128,8 +128,8 @@ def test_forms_follow_the_action_specs(stepper):
 
 def test_invalid_actions_and_parse_failures_are_shown_plainly(stepper):
     stepper.step({"action_type": "query_logs", "target_service": "nowhere"})
-    assert "srl-error" in _pane(stepper, "action")
-    assert "Invalid action" in _pane(stepper, "status") and "nowhere" in _pane(stepper, "status")
+    assert _pane(stepper, "action").count("srl-error") == 1 and "nowhere" in _pane(stepper, "action")
+    assert _pane(stepper, "status") == ""  # each error is shown once, in the action pane
     stepper.step({"action_type": PARSE_ERROR, "parameters": {"reason": "no JSON object found"}})
     assert "no JSON object found" in _pane(stepper, "action")
     assert "srl-error" in _pane(stepper, "action")
@@ -235,9 +235,12 @@ def test_viewer_moves_through_records_with_slider_and_play(episode):
     assert viewer.timeline.value.count('fill="none" stroke="#1f2328"') == 1
     viewer.slider.value = last
     assert "Score: " in _pane(viewer, "score") and "suspected_service" in _pane(viewer, "belief")
+    steps = episode.steps[-1]["step"]  # numbered as the stepper numbers them
     assert repr(viewer) == (f"TrajectoryViewer(policy={episode.policy}, task=memory_leak, "
-                            f"pool=C, seed=7, record {last + 1}/{last + 1}, "
-                            f"final {episode.final:.3f})")
+                            f"pool=C, seed=7, step {steps}/40, final {episode.final:.3f})")
+    assert f"step {steps}/40" in viewer.counter.value
+    viewer.slider.value = 0
+    assert "<b>step 1/40</b>" in viewer.counter.value
     assert viewer._repr_mimebundle_()["text/plain"] == repr(viewer)
     with pytest.raises(ValueError, match="index must be in"):
         viewer.show(last + 1)
@@ -315,3 +318,57 @@ def test_every_action_gets_a_form_from_its_spec(stepper):
             else set(spec.params)
         assert set(stepper.form.fields) == expected, action_type
         assert stepper.form.action()["action_type"] == action_type.value
+
+
+def test_manual_form_errors_spend_no_budget_and_keep_the_values(stepper):
+    stepper.form.picker.value = "query_logs:orders"
+    stepper.form.fields["limit"].value = "five"
+    stepper.form.fields["keyword"].value = "OOM"
+    assert stepper.step() is None
+    assert stepper.obs["steps_taken"] == 0 and stepper.env.trajectory == []  # nothing stepped
+    status = _pane(stepper, "status")
+    assert status.count("srl-error") == 1 and status.count("limit must be a whole number") == 1
+    assert stepper.form.fields["keyword"].value == "OOM"  # what was typed stays
+    stepper.form.picker.value = "declare_root_cause"
+    stepper.step_button.click()
+    assert stepper.obs["steps_taken"] == 0 and "root_cause is required" in _pane(stepper, "status")
+    stepper.form.fields["root_cause"].value = "orders leaks memory"
+    stepper.step_button.click()
+    assert stepper.obs["steps_taken"] == 1 and _pane(stepper, "status") == ""
+
+
+def test_values_survive_an_invalid_step(stepper):
+    stepper.form.picker.value = "scale_service:orders"
+    stepper.form.fields["replicas"].value = "99"  # a whole number the environment rejects
+    stepper.step_button.click()
+    assert stepper.obs["steps_taken"] == 1 and "between 1 and 10" in _pane(stepper, "action")
+    assert stepper.form.fields["replicas"].value == "99"
+
+
+def test_a_policy_has_one_name_in_the_picker():
+    import srelib.policies as policies
+
+    composite = policies.CompositePolicy(policies.HeuristicPhase1Policy(),
+                                         policies.RevertPhase2Policy())
+    assert composite.name == "heuristic_p1+revert_p2"
+    stepper = EpisodeStepper(policy=composite, task="memory_leak", pool="C", seed=3)
+    options = list(stepper.policy_picker.options)
+    assert stepper.policy_picker.value == "heuristic-revert" and stepper.policy is composite
+    assert "heuristic_p1+revert_p2" not in options and options.count("heuristic-revert") == 1
+
+
+def test_the_viewer_draws_each_pane_once(tmp_path):
+    from srelib.cli import scripted_policy
+
+    from srelib.env.core import IncidentEnv
+
+    episode = run_episode(IncidentEnv(), scripted_policy("heuristic-revert")(), "memory_leak",
+                          pool="C", seed=0)
+    index = next(i for i, r in enumerate(episode.steps)
+                 if r["action"]["action_type"] == "rollback_deploy")
+    viewer = TrajectoryViewer(episode)
+    viewer.show(index)
+    action = _pane(viewer, "action")
+    assert "srl-board" not in action and _pane(viewer, "board").count("srl-svc ") == 7
+    outcome = viewer.observations[index]["action_message"]
+    assert outcome.startswith("Rolled back") and action.count(outcome) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -99,11 +100,12 @@ ATTACKS = [
     ("list_dir", {"path": ".."}),
     ("list_dir", {"path": "/"}),
     ("list_dir", {"path": "orders/models.py"}),
-    ("search_code", {"query": "(a+)+$", "regex": True}),
-    ("search_code", {"query": "(x|xx)*y", "regex": True}),
     ("search_code", {"query": "(a)\\1", "regex": True}),
+    ("search_code", {"query": "(?=a)b", "regex": True}),
+    ("search_code", {"query": "(?<!a)b", "regex": True}),
+    ("search_code", {"query": "(?P<x>a)(?P=x)", "regex": True}),
     ("search_code", {"query": "[unclosed", "regex": True}),
-    ("search_code", {"query": ".*.*.*.*=", "regex": True}),
+    ("search_code", {"query": "(.{0,1000}){1000}", "regex": True}),
     ("search_code", {"query": "x", "path_glob": "../*"}),
     ("search_code", {"query": ""}),
     ("search_code", {"query": "x", "regex": "yes"}),
@@ -132,13 +134,61 @@ def test_at_least_twenty_attack_vectors():
     assert len(ATTACKS) >= 20
 
 
-def test_search_time_is_bounded_for_a_costly_but_allowed_regex():
-    big = Workspace(load_repo("orders_batch"))
+@pytest.fixture(scope="module")
+def big():
+    """orders_batch plus 5,000 lines of 240 'a's, and one line of a million 'a's."""
+    repo = load_repo("orders_batch")
+    tree = {**repo.tree, "big/lines.py": ("a" * 240 + "\n") * 5000, "big/one_line.py": "a" * 10**6}
+    return Workspace(dataclasses.replace(repo, tree=tree))
+
+
+REDOS = [
+    "[^Q]{0,50}" * 7 + "Q",  # bounded repeats in a row: blocked step for minutes on `re`
+    "([^Q]{0,50}){7}Q",
+    "(a+)+$b",
+    "(a|aa)*b",
+    "(a|a)*Q",
+    ".*.*.*.*.*.*=Q",
+    "(\\w|\\d){0,1000}Q",  # a large program: the costliest kind of line for RE2
+    "((\\w|\\d){0,30}){0,30}Q",
+    "(?i)(a|b|c|d|e|f)*[^a]{0,99}Q",
+    "(x+x+)+y",
+]
+
+
+@pytest.mark.parametrize("query", REDOS)
+def test_catastrophic_regexes_run_in_bounded_time(big, query):
     started = time.perf_counter()
-    ok, result, _ = big.execute("search_code", {"query": r"\w*=\s*x$", "regex": True, "max_hits": 100})
-    assert ok and time.perf_counter() - started < 1.0
+    ok, result, _ = big.execute("search_code", {"query": query, "regex": True, "path_glob": "big/*"})
+    assert time.perf_counter() - started < 1.0
+    assert ok and result["hits"] == []
+
+
+def test_regex_search_still_finds_lines_and_reports_truncation(big):
+    ok, result, _ = big.execute("search_code", {"query": "a{3}$", "regex": True, "path_glob": "*.py",
+                                                "max_hits": 100})
+    assert ok and result["count"] == 100 and result["truncated"]
+    assert {h["path"] for h in result["hits"]} == {"big/lines.py"}
+    ok, result, _ = big.execute("search_code", {"query": r"def (submit|flush)\b", "regex": True})
+    assert ok and result["count"] >= 1
+
+
+def test_unsupported_regex_features_get_a_clear_error(ws):
+    for query in ("(a)\\1", "(?=x)y", "(?<=x)y"):
+        ok, result, _ = ws.execute("search_code", {"query": query, "regex": True})
+        assert not ok and "no backreferences or lookaround" in result["error"]
 
 
 def test_results_are_deterministic(ws):
     calls = [("list_dir", {}), ("search_code", {"query": "def "}), ("get_git_log", {})]
     assert [ws.execute(a, p) for a, p in calls] == [Workspace(ws.repo).execute(a, p) for a, p in calls]
+
+
+@pytest.mark.parametrize("glob", ["*a" * 49 + "b", "?" * 99 + "b", "[!a]*" * 20])
+def test_hostile_path_globs_run_in_bounded_time(glob):
+    repo = load_repo("orders_batch")
+    tree = {**repo.tree, **{f"d{i}/" + "a" * 90 + ".py": "x\n" for i in range(2000)}}
+    many = Workspace(dataclasses.replace(repo, tree=tree))
+    started = time.perf_counter()
+    ok, result, _ = many.execute("search_code", {"query": "x", "path_glob": glob})
+    assert ok and result["hits"] == [] and time.perf_counter() - started < 1.0

@@ -19,16 +19,9 @@ SEED = 7                    # the incident's seed: same seed, same incident
 POLICY = "heuristic-revert" # a scripted policy name from `srelib eval --help`
 STEPS_TO_SHOW = 4           # steps driven through the stepper before running to the end
 VALIDITY_SEEDS = 2          # seeds per task in the validity table
+SHORTCUT_SEEDS = 5          # seeds per task in the single-field rule table
 
-# %%
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:  # Colab already has pandas, matplotlib, ipywidgets and tqdm
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "srelib @ git+https://github.com/srelib/srelib"], check=True)
-else:
-    print("Not on Colab: using the srelib installed in this environment.")
+# %% install srelib
 
 # %% [markdown]
 # ## The tasks and the pools
@@ -217,6 +210,18 @@ if patch is not None:
           f"hidden tests passed: {passed}")
 
 # %% [markdown]
+# A patch is agent-written code, so its hidden tests run isolated from this machine. With
+# bubblewrap (`"bwrap"`) the tests see no network, no other process, no file of the machine
+# outside the interpreter, and a size-capped scratch copy of the repository. Without it, grading
+# falls back to a separate uid (`"uid-drop"`, when run as root) or to resource limits alone
+# (`"rlimits-only"`). Each patch grade and each `run.json` records the level it ran under.
+
+# %%
+import srelib.env.sandbox
+
+print("patch grading isolation on this machine:", srelib.env.sandbox.isolation_level())
+
+# %% [markdown]
 # ## The validity table
 #
 # A score is only useful if shortcuts cannot earn it. The validity gate plays the reference
@@ -241,6 +246,24 @@ print(f"{len(rows) - len(failed)} of {len(rows)} checks pass "
       f"({VALIDITY_SEEDS} seeds per task)" + ("" if not failed else
       ": failing " + ", ".join(f"{r['policy']} on {r['task']}" for r in failed)))
 display(Markdown(format_validity_table(rows)))
+
+# %% [markdown]
+# ## No single-field shortcut
+#
+# Real incidents often follow a deploy, and the data keeps that: but innocent deploys are
+# common too, commit subjects share one style, and descriptions vary. So no one-line rule over a
+# single field (the newest deploy, the first alert, a keyword in a deploy note, the largest
+# commit, ...) names the culprit service, the fault class or the bad commit in more than 60% of
+# episodes. Each row below is such a rule and how often it is right, over every task and
+# `SHORTCUT_SEEDS` seeds (the README's table uses 20):
+
+# %%
+from srelib.shortcuts import MAX_HIT_RATE, format_rule_table, shortcut_rule_table
+
+rule_rows = shortcut_rule_table(seeds=SHORTCUT_SEEDS)
+print(f"every rule at or under {MAX_HIT_RATE:.0%}:",
+      all(r["hit_rate"] <= MAX_HIT_RATE for r in rule_rows))
+display(Markdown(format_rule_table(rule_rows)))
 
 # %% [markdown]
 # Next: `02_baselines` runs the scripted baselines over every task, pool and many seeds, and

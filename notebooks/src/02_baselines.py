@@ -22,15 +22,7 @@ POOLS = ["A", "B", "C", "D"]   # every pool: p1_only, p2_only, joint, held-out j
 WORKERS = 1                    # processes; more helps on a many-core machine
 POLICIES = ["null", "random", "oracle-random", "heuristic", "heuristic-revert", "reference"]
 
-# %%
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:  # Colab already has pandas, matplotlib, ipywidgets and tqdm
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "srelib @ git+https://github.com/srelib/srelib"], check=True)
-else:
-    print("Not on Colab: using the srelib installed in this environment.")
+# %% install srelib
 
 # %% [markdown]
 # ## The policies

@@ -20,15 +20,7 @@ PHASE2 = ["RevertPhase2Policy", "RandomPhase2Policy"]  # phase-2 policies to mea
 PHASE1 = {"heuristic": "HeuristicPhase1Policy"}        # own-handoff phase-1 policies
 WORKERS = 1                                            # processes for the episodes
 
-# %%
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:  # Colab already has pandas, matplotlib, ipywidgets and tqdm
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "srelib @ git+https://github.com/srelib/srelib"], check=True)
-else:
-    print("Not on Colab: using the srelib installed in this environment.")
+# %% install srelib
 
 # %% [markdown]
 # ## Calibrating r_cross: what does each phase-2 policy repair with no context?
@@ -111,10 +103,10 @@ print(f"largest difference between the two null measurements: {mismatch:.2e}; "
 %matplotlib inline
 from srelib import plots
 
-figures = {name: plots.ceiling_gap(ceiling[ceiling["phase2"] == name].drop(columns="phase2"))
+figures = {name: plots.ceiling_gap(ceiling[ceiling["phase2"] == name].drop(columns="phase2"),
+                                   phase2=name)
            for name in PHASE2}
-for name, fig in figures.items():
-    fig.suptitle(name)
+for fig in figures.values():
     display(fig)
 
 # %% [markdown]

@@ -29,26 +29,23 @@ TASKS = ["memory_leak", "cascading_failure", "circuit_breaker_noop"]  # or "all"
 MAX_STEPS = 12                 # model calls per episode at most (the env's budget also applies)
 MAX_TOKENS = 600               # completion tokens per call
 MAX_CONCURRENCY = 4            # calls in flight at once (one per running episode)
-PRICE_PER_1K_INPUT = 0.00015   # USD per 1,000 prompt tokens (gpt-4o-mini's list price)
-PRICE_PER_1K_OUTPUT = 0.0006   # USD per 1,000 completion tokens
+PRICE_PER_1K_INPUT = 0.00015   # USD per 1,000 prompt tokens (gpt-4o-mini's list price);
+PRICE_PER_1K_OUTPUT = 0.0006   # per 1,000 completion tokens; a local endpoint is never priced
+
+# %% install srelib[llm] fastapi uvicorn
 
 # %%
 import os
-import subprocess
 import sys
 
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "fastapi", "uvicorn",
-                    "srelib[llm,hf,notebooks] @ git+https://github.com/srelib/srelib"], check=True)
+if "google.colab" in sys.modules:  # Colab secrets, if you added them
     from google.colab import userdata
 
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # Colab secrets, if you added them
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         try:
             os.environ.setdefault(name, userdata.get(name))
         except (userdata.SecretNotFoundError, userdata.NotebookAccessError):
             pass
-else:
-    print("Not on Colab: using the srelib installed in this environment.")
 
 # %% [markdown]
 # ## The endpoint
@@ -61,6 +58,7 @@ else:
 # %%
 import atexit
 import contextlib
+from urllib.parse import urlsplit
 
 from srelib.testing import TINY_PROMPT_LIMITS, serve_tiny_model
 
@@ -83,6 +81,9 @@ else:
     print(f"Its replies are capped at {max_tokens} tokens and its prompts at "
           f"{limits['obs_chars']} characters per observation; its scores only show that the "
           "pipeline works.")
+# a model on this machine (the tiny model, vLLM or Ollama on localhost) has no price per token
+host = urlsplit(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com").hostname
+local = served is not None or host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 
 # %% [markdown]
 # ## The policy
@@ -146,8 +147,10 @@ print(f"{len(frame)} episodes over {len(tasks)} tasks, {len(calls)} model calls,
 # ## Cost, tokens and latency
 #
 # Tokens are what the endpoint reported for each call; cost applies the two prices from the
-# parameters (set them to your model's). Latency is the wall time of a call, retries included;
-# it depends on the machine and the load, so it is the one column that changes from run to run.
+# parameters (set them to your model's) to a hosted endpoint only: a model served on this
+# machine is paid for in hardware, not per token, so its cost reads "local". Latency is the
+# wall time of a call, retries included; it depends on the machine and the load, so it is the
+# one column that changes from run to run.
 
 # %%
 from IPython.display import Markdown, display
@@ -162,7 +165,8 @@ def cost_row(group: pd.DataFrame, episodes: int) -> dict:
     return {"episodes": episodes, "calls": len(group), "prompt tokens": prompt,
             "completion tokens": completion, "tokens per call": round((prompt + completion)
                                                                       / max(1, len(group))),
-            "cost (USD)": f"{cost:.4f}", "cost per episode (USD)": f"{cost / max(1, episodes):.4f}",
+            "cost (USD)": "local" if local else f"{cost:.4f}",
+            "cost per episode (USD)": "local" if local else f"{cost / max(1, episodes):.4f}",
             "mean latency per call": f"{group['latency_s'].mean():6.2f} s"}
 
 

@@ -6,12 +6,14 @@
 # the scripted baselines of notebook 02 on the very same tasks and seeds. The episodes run in
 # **lockstep batches**: `srelib.evaluate` steps every environment of a batch together and asks
 # the model for all their next actions in one left-padded `generate` call, which is what makes
-# a small GPU worth using.
+# a small GPU worth using. Each episode keeps its key/value cache between turns, so a step
+# encodes only the new observation, not the whole conversation again.
 #
 # * **On a GPU runtime** (Colab: *Runtime → Change runtime type → T4 GPU*; Runpod: any CUDA
-#   image) the model loads in 4-bit (bitsandbytes nf4), computing in bf16 where the GPU has it
-#   and fp32 otherwise, never fp16. Gemma is gated: accept its licence on the Hugging Face hub
-#   and log in (on Colab, add an `HF_TOKEN` secret).
+#   image) the model computes in bf16 where the GPU has it natively (compute capability 8.0 or
+#   newer: L4, A100, H100) and in fp32 otherwise (a T4), never in fp16, which overflows in
+#   Gemma. Gemma is gated: accept its licence on the Hugging Face hub and log in (on Colab, add
+#   an `HF_TOKEN` secret); without access the notebook stops early and says what to do.
 # * **Without CUDA** (a laptop, CI) `USE_TINY_MODEL` switches to srelib's tiny offline model of
 #   the same architecture and chat template, so every cell still runs for real; its scores only
 #   show that the pipeline works.
@@ -24,17 +26,10 @@ TASKS = ["memory_leak", "circuit_breaker_noop"]  # or "all"
 MAX_STEPS = 20                     # model calls per episode at most
 MAX_NEW_TOKENS = 384               # tokens per reply
 BATCH_SIZE = 16                    # episodes per lockstep batch (and per generate call)
+LOAD_IN_4BIT = False               # a 1B model fits unquantised; see "Which model runs"
 BASELINES = ["random", "heuristic", "heuristic-revert"]  # names from `srelib eval`
 
-# %%
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "srelib[hf,notebooks] @ git+https://github.com/srelib/srelib"], check=True)
-else:
-    print("Not on Colab: using the srelib installed in this environment.")
+# %% install srelib[hf]
 
 # %% [markdown]
 # ## Which model runs
@@ -53,16 +48,53 @@ if use_tiny:
     print(f"Running the tiny offline test model instead of {MODEL_ID}: {why}. "
           "Its scores only show that the pipeline works; run on a GPU for real numbers.")
 elif cuda:
-    print(f"Running {MODEL_ID} in 4-bit on {torch.cuda.get_device_name(0)}.")
+    print(f"Running {MODEL_ID} on {torch.cuda.get_device_name(0)}"
+          f"{' in 4-bit' if LOAD_IN_4BIT else ''}.")
 else:
     print(f"Running {MODEL_ID} on the CPU (USE_TINY_MODEL is False and there is no CUDA): "
           "unquantised and slow.")
 if not use_tiny:
-    from huggingface_hub import get_token
+    from srelib.policies.hf_chat import model_access_problem
 
-    if get_token() is None:
-        print("No Hugging Face token found: a gated model (Gemma) will not download. Accept its "
-              "licence on the hub, then log in (huggingface_hub.login() or an HF_TOKEN secret).")
+    problem = model_access_problem(MODEL_ID)  # asks the hub before any download
+    if problem:
+        raise RuntimeError(problem)
+
+# %% [markdown]
+# **Why not 4-bit.** Gemma-3-1B has 1.0 billion parameters: 4 GB in fp32 (a T4) or 2 GB in bf16,
+# well inside a T4's 15 GB with room for the caches of a full batch. Quantising it to 4 bits
+# would save memory nobody needs here, cost some accuracy, and run slower at these batch sizes,
+# since bitsandbytes unpacks the weights on every matrix product. Set `LOAD_IN_4BIT = True` for
+# a model that does not fit otherwise, such as `gemma-3-4b-it` on a T4 (16 GB in fp32).
+#
+# **What to expect.** Before anything loads, the next cell states the memory and time this run
+# should take on the GPU class it finds (on a CPU: a T4, Colab's free GPU). These figures are
+# an **estimate** worked out from the model's shape and the GPU's data sheet
+# (`srelib.estimates`); no GPU measurement stands behind them yet (`bench/gpu_gemma.py` takes
+# one). The last section sets the measured peak memory and time beside them.
+
+# %%
+import srelib
+from srelib.estimates import GPUS, MODELS, estimate_run, gpu_class
+
+task_count = len(srelib.TASKS) if TASKS == "all" else len(TASKS)
+gpu = (gpu_class(torch.cuda.get_device_name(0)) if cuda else None) or GPUS["T4"]
+shape = MODELS.get(MODEL_ID)
+if shape is None:
+    estimate = None
+    print(f"No estimate for {MODEL_ID}: srelib.estimates.MODELS knows {sorted(MODELS)}.")
+else:
+    # Gemma's tokenizer spends about one token per 3-4 characters of observation text.
+    estimate = estimate_run(gpu, shape, episodes=task_count * SEEDS, batch_size=BATCH_SIZE,
+                            steps=MAX_STEPS, prompt_tokens=24_000 // 3, turn_tokens=6_000 // 3,
+                            new_tokens=MAX_NEW_TOKENS)
+    where = gpu.name if cuda else f"{gpu.name} (no GPU here; a T4 is Colab's free one)"
+    print(f"ESTIMATE, not a measurement: {MODEL_ID} on a {where} in {estimate['dtype']}, "
+          f"{task_count * SEEDS} episodes in lockstep batches of {estimate['lanes']}: about "
+          f"{estimate['memory_gib']} GiB of the GPU's {gpu.memory_gib:g} GiB and about "
+          f"{estimate['seconds'] / 60:.0f} min at worst ({MAX_NEW_TOKENS} tokens every reply).")
+    if not estimate["fits"]:
+        print("That does not fit: lower BATCH_SIZE, or set LOAD_IN_4BIT = True.")
 
 # %% [markdown]
 # ## Loading the policy
@@ -82,7 +114,7 @@ if use_tiny:
                                       max_batch_size=BATCH_SIZE, **TINY_PROMPT_LIMITS)
 else:
     model_name = MODEL_ID.split("/")[-1]
-    policy = HFTransformersChatPolicy(MODEL_ID, load_in_4bit=True, temperature=0,
+    policy = HFTransformersChatPolicy(MODEL_ID, load_in_4bit=LOAD_IN_4BIT, temperature=0,
                                       max_new_tokens=MAX_NEW_TOKENS, max_batch_size=BATCH_SIZE,
                                       name=model_name)
 parameters = sum(p.numel() for p in policy.model.parameters())
@@ -205,14 +237,22 @@ excerpt(worst)
 # %% [markdown]
 # ## On a GPU: memory and batch throughput
 #
-# How much memory the batched run needed and how fast the batches generated. This needs CUDA;
-# without it the cell says so and does nothing.
+# How much memory the batched run needed and how fast the batches generated, beside the
+# estimate printed before loading; and how much of each prompt the kept KV caches spared the
+# model from encoding again. The GPU figures need CUDA; without it the cell says so.
 
 # %%
+prompt = sum(u["prompt_tokens"] or 0 for u in policy.usage)
+encoded = sum(u.get("prefill_tokens", u["prompt_tokens"]) or 0 for u in policy.usage)
+print(f"{prompt:,} prompt tokens over {len(policy.usage)} replies, of which {encoded:,} were "
+      f"encoded and {prompt - encoded:,} came from the kept KV caches")
 if not cuda:
     print("Skipped: no CUDA device, so there is no GPU memory or throughput to report.")
 else:
     generated = sum(u["completion_tokens"] or 0 for u in policy.usage)
-    print(f"peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB; "
+    print(f"measured: peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB; "
           f"{generated:,} tokens generated for {len(model_frame)} episodes in "
           f"{model_seconds:.1f} s ({generated / model_seconds:.0f} tok/s, environments included)")
+    if estimate is not None:
+        print(f"estimated beforehand: {estimate['memory_gib']} GiB, "
+              f"{estimate['seconds']} s at worst")

@@ -7,32 +7,23 @@ trajectory records follow docs/CONTRACTS.md.
 
 from __future__ import annotations
 
-import math
+import json
 import random
 from dataclasses import asdict
 
 from . import actions as A
 from .actions import ACTION_SPECS, FAULT_CLASSES, SERVICES, ActionType
+from .agent_input import describe, plain_copy
 from .belief import coerce_belief
 from .infra import Infrastructure
-from .pools import MODES, POOLS, oracle_belief
+from .pools import MODES, POOLS, TRAIN_TASKS, oracle_belief
 from .scenarios import LOG_LEVELS, TASKS, get_scenario
 
-# Shaping rewards (the episode score is separate: grading.score_trajectory).
-R_INVALID = -0.05
-R_REPEAT = -0.03
-R_NEW_RELEVANT = 0.03  # a new diagnostic on an involved service, or the first alert view
-R_NEW_DIAGNOSTIC_P2 = 0.01
-R_CLEARED = 0.15  # per cleared condition, at most two per action
-R_HEALED = 0.2  # once per episode, when the last harmful condition clears
-R_HARMFUL = -0.2
-R_RELIEF_ONLY = -0.02
-R_NO_EFFECT = -0.05
-R_DECLARE_SERVICE = 0.2
-R_DECLARE_CLASS = 0.1
-R_DECLARE_WRONG = -0.1
-R_HANDOFF = 0.02
-R_WORKSPACE_ERROR = -0.05
+# Step rewards before the last step: each depends only on what the agent's own observations
+# show (see the IncidentEnv docstring); the last step pays the episode score.
+R_INVALID = -0.05  # the observation says the action was invalid
+R_REPEAT = -0.03  # the same query again, with nothing done in between that could change its answer
+R_WORKSPACE_ERROR = -0.05  # the observation shows the phase-2 error
 
 _RANGES = {"limit": (1, 50), "replicas": (1, 10), "n_commits": (1, 50), "max_hits": (1, 100)}
 _SIZE_PARAMS = frozenset(("limit", "max_hits", "n_commits"))  # not part of the repeat key
@@ -47,30 +38,9 @@ _VALID_P1_CACHE: dict[tuple, tuple[str, ...]] = {}
 _VALID_P2 = tuple(_PHASE_TYPES[2])
 
 
-def _json_safe(value, depth: int = 0):
-    """A JSON-serialisable copy of agent input (long strings cut, odd objects repr'd)."""
-    if value is None or isinstance(value, (bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, str):
-        return value[:_MAX_TEXT]
-    if depth >= 6:
-        return repr(type(value).__name__)
-    if isinstance(value, dict):
-        return {str(k)[:200]: _json_safe(v, depth + 1) for k, v in list(value.items())[:200]}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v, depth + 1) for v in list(value)[:1000]]
-    return repr(value)[:200]
-
-
 def _text_or_none(value) -> str | None:
-    """A record's action_type / target_service: the string sent, or the repr of anything else."""
-    if isinstance(value, ActionType):
-        return value.value
-    if value is None or isinstance(value, str):
-        return _json_safe(value)
-    return repr(value)[:200]
+    """A record's action_type / target_service: the string sent, or a description of the rest."""
+    return value if value is None or isinstance(value, str) else describe(value)
 
 
 def _phase1_valid_actions(rollbackable: tuple, down: tuple, transition: bool) -> tuple[str, ...]:
@@ -96,7 +66,43 @@ class _Invalid(Exception):
 
 
 class IncidentEnv:
-    """The embedded incident environment (Gymnasium-style ``reset``/``step``)."""
+    """The embedded incident environment (Gymnasium-style ``reset``/``step``).
+
+    An episode is one incident in two phases. In phase 1 the agent is the on-call SRE: it
+    reads alerts, logs, metrics, deploys and dependencies, remediates (restart, rollback,
+    scale), may declare a root cause, and hands a belief to phase 2 with
+    ``transition_to_phase2``. In phase 2 it is a developer in the service's repository: it
+    reads and searches files and the git log, then ends with ``propose_patch`` (a unified
+    diff, graded by hidden tests) or ``declare_no_change``. Both phases share one step budget.
+
+    Protocol::
+
+        env = IncidentEnv()
+        obs, info = env.reset(task="memory_leak", pool="C", seed=7)
+        while not obs["done"]:
+            action = obs["valid_actions"][0]          # or a dict, see below
+            obs, reward, terminated, truncated, info = env.step(action)
+        info["score"]                                   # the final score breakdown
+
+    * ``reset(task, pool, mode, seed)``: pools ``A`` (phase 1 only), ``B`` (phase 2 only, with
+      the oracle handoff), ``C`` (both phases), ``D`` (held-out tasks, both phases). The same
+      task, pool and seed always give the same episode.
+    * ``step(action)`` takes ``{"action_type": ..., "target_service": ..., "parameters":
+      {...}}`` or a string: an entry of ``obs["valid_actions"]`` such as
+      ``"query_logs:orders"``, or JSON, read by :func:`srelib.parse.parse_action`.
+      ``srelib.env.actions.ACTION_SPECS`` documents every action's parameters.
+    * Agent input never raises: an invalid action costs a step and a small penalty, and its
+      observation's ``action_result`` says what was wrong and lists valid actions.
+    * ``env.trajectory`` records every step (JSON-safe); ``srelib.score_trajectory``
+      re-grades it. Keys of observations, infos and records: docs/CONTRACTS.md.
+    * Rewards reveal nothing the observations have not shown. Before the last step a reward is
+      ``R_INVALID`` for an invalid action, ``R_REPEAT`` for a query repeated with no
+      remediation in between, ``R_WORKSPACE_ERROR`` for a phase-2 action that failed, else 0:
+      no bonus for looking at the right service, no judgement of a declaration when it is made
+      (the score grades the last one). The terminating step (terminated or truncated) pays the
+      episode score minus the rewards paid before it, so the undiscounted return of every
+      episode equals its score and ranks policies exactly as the score does.
+    """
 
     def __init__(self) -> None:
         self._infra: Infrastructure | None = None
@@ -118,7 +124,9 @@ class IncidentEnv:
         elif isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int or None, got {type(seed).__name__}")
         rng = random.Random(seed)
-        candidates = POOLS[pool].tasks if pool is not None else TASKS
+        candidates = POOLS[pool].tasks if pool is not None else TRAIN_TASKS
+        if pool is not None and task is not None and task not in candidates:
+            raise ValueError(f"task {task!r} is not in pool {pool}; its tasks: {list(candidates)}")
         drawn = candidates[rng.randrange(len(candidates))]  # drawn even when given: one stream
         task = task or drawn
         self.scenario = scenario = get_scenario(task)
@@ -132,8 +140,6 @@ class IncidentEnv:
         self._terminated = self._truncated = False
         self._seen: set = set()
         self._epoch = 0
-        self._declared = False
-        self._healed_paid = False
         self._workspace = None
         self._p2: dict = {}
         self.trajectory = []
@@ -162,8 +168,15 @@ class IncidentEnv:
                                     "Episode already finished", 0.0)
             return obs, 0.0, self._terminated, self._truncated, info
         phase = self._phase
-        safe = self._safe_action(action)
+        if isinstance(action, str):
+            action = self._read_text_action(str.__str__(action))
+        action, problem = plain_copy(action)  # the env acts on, and records, this bounded copy
+        safe = self._safe_action(action) if problem is None else {  # replays as invalid too
+            "action_type": None, "target_service": None, "parameters": {"raw": action}}
         try:
+            if problem is not None:
+                raise _Invalid(f"{problem}; an action is plain JSON data (dicts, lists, strings, "
+                               "numbers) of bounded size")
             atype, target, params = self._validate(action)
         except _Invalid as exc:
             return self._invalid(safe, phase, str(exc))
@@ -171,8 +184,10 @@ class IncidentEnv:
             self._steps += 1
             self._truncated = True
             self.trajectory.append(self._record(safe, phase, True, None, 0.0, None))
-            obs = self._observation({"message": "The policy gave up."}, True, "Episode ended: gave up", 0.0)
-            return obs, 0.0, False, True, self._finish(self._info(valid=True), "give_up")
+            info = self._info(valid=True)
+            reward = self._finish(info, "give_up", 0.0)
+            obs = self._observation({"message": "The policy gave up."}, True, "Episode ended: gave up", reward)
+            return obs, reward, False, True, info
         if atype is ActionType.TRANSITION_TO_PHASE2:
             return self._transition(safe, params)
         if phase == 1:
@@ -180,24 +195,35 @@ class IncidentEnv:
         return self._phase2(safe, atype, params)
 
     # ------------------------------------------------------------------ validation
+    def _read_text_action(self, text: str) -> dict:
+        """A string action (``"query_logs:orders"`` as ``valid_actions`` spells it, or JSON)
+        read by the chat policies' parser; unreadable text becomes a parse-error action."""
+        from srelib.parse import parse_action, parse_error_action
+
+        valid = self._valid_actions()
+        parsed = parse_action(text, valid)
+        if not parsed.ok and text.strip() and "{" not in text:  # a bare name: say what is wrong
+            parsed = parse_action(json.dumps({"action_type": text.strip()}), valid)
+        return parsed.action if parsed.ok else parse_error_action(parsed.error or "")
+
     @staticmethod
     def _safe_action(action) -> dict:
-        if not isinstance(action, dict):
-            return {"action_type": None, "target_service": None, "parameters": {"raw": _json_safe(action)}}
-        params = action.get("parameters")
+        """The trajectory record of an action already made plain by ``plain_copy``. An action
+        that is not a dict, or whose parameters are not one, is kept whole under
+        ``parameters.raw`` with no action type, so that its record replays as invalid too."""
+        params = action.get("parameters") if isinstance(action, dict) else None
+        if not isinstance(action, dict) or not isinstance(params, (dict, type(None))):
+            return {"action_type": None, "target_service": None, "parameters": {"raw": action}}
         return {"action_type": _text_or_none(action.get("action_type")),
                 "target_service": _text_or_none(action.get("target_service")),
-                "parameters": _json_safe(params) if isinstance(params, dict) else (
-                    {} if params is None else {"raw": _json_safe(params)})}
+                "parameters": params or {}}
 
     def _validate(self, action):
         """(action type, target, params with defaults) or raise _Invalid with the reason."""
         if not isinstance(action, dict):
             raise _Invalid(f"an action must be a dict with keys action_type, target_service and "
-                           f"parameters, got {type(action).__name__}")
+                           f"parameters (or a string from valid_actions), got {type(action).__name__}")
         raw_type = action.get("action_type")
-        if isinstance(raw_type, ActionType):
-            raw_type = raw_type.value
         if not isinstance(raw_type, str):
             raise _Invalid("action_type must be a string naming an action")
         params = action.get("parameters")
@@ -228,7 +254,7 @@ class IncidentEnv:
             if target is None or target == "":
                 raise _Invalid(f"{raw_type} needs a target_service, one of {list(SERVICES)}")
             if not isinstance(target, str) or target not in SERVICES:
-                raise _Invalid(f"unknown target_service {_json_safe(target)!r}; valid: {list(SERVICES)}")
+                raise _Invalid(f"unknown target_service {describe(target)[:100]}; valid: {list(SERVICES)}")
         clean = {}
         for name, p in spec.params.items():
             value = params.get(name)
@@ -267,18 +293,17 @@ class IncidentEnv:
 
     def _invalid(self, safe, phase, error):
         self._steps += 1
-        self._cum += R_INVALID
         self.trajectory.append(self._record(safe, phase, False, error, R_INVALID, None))
         self._check_budget()
+        info = self._info(valid=False, error=error)
+        reward = self._finish(info, "budget", R_INVALID) if self._truncated else R_INVALID
+        self._cum += reward
         hint = list(_PHASE_TYPES[self._phase])
         if self._phase == 1 and self._mode != "p1_only":
             hint.append(ActionType.TRANSITION_TO_PHASE2.value)
         obs = self._observation({"error": error, "valid_actions_hint": hint}, False,
-                                f"Invalid action: {error}", R_INVALID)
-        info = self._info(valid=False, error=error)
-        if self._truncated:
-            self._finish(info, "budget")
-        return obs, R_INVALID, False, self._truncated, info
+                                f"Invalid action: {error}", reward)
+        return obs, reward, False, self._truncated, info
 
     # ------------------------------------------------------------------ phase 1
     def _phase1(self, safe, atype, target, params):
@@ -286,7 +311,6 @@ class IncidentEnv:
         effect = None
         terminated = False
         if atype in A.PHASE1_REMEDIATION:
-            healed_before = infra.healed()
             if atype is ActionType.RESTART_SERVICE:
                 outcome = infra.restart(target)
             elif atype is ActionType.ROLLBACK_DEPLOY:
@@ -294,7 +318,8 @@ class IncidentEnv:
             else:
                 outcome = infra.scale(target, params["replicas"])
             infra.tick()
-            reward = self._remediation_reward(outcome, healed_before)
+            self._epoch += 1  # the system may have changed: looking again is not a repeat
+            reward = 0.0
             effect = {"cleared_faults": outcome.cleared, "rolled_back_to": outcome.rolled_back_to}
             result = {"service": target, "outcome": outcome.message}
             message = outcome.message
@@ -302,22 +327,19 @@ class IncidentEnv:
             infra.tick()
             effect = {"root_cause": params["root_cause"][:_MAX_TEXT], "service": params["service"],
                       "fault_class": params["fault_class"]}
-            reward = self._declare_reward(effect)
+            reward = 0.0  # judged only in the score, which grades the last declaration
             terminated = self._mode == "p1_only"
             result = {"declared": effect, "message": "Root cause recorded." + (
-                "" if terminated else " The episode continues: hand over to phase 2 when ready.")}
+                "" if terminated else " A later declaration replaces it; hand over to phase 2 "
+                                      "when ready.")}
             message = f"Root cause declared: {effect['root_cause'][:120]}"
         else:
             infra.tick()
             result, message = self._diagnose(atype, target, params)
             key = (atype, target, tuple(sorted((k, v) for k, v in params.items()
                                                  if k not in _SIZE_PARAMS)), self._epoch)
-            if key in self._seen:
-                reward = R_REPEAT
-            else:
-                self._seen.add(key)
-                relevant = target is None or target in self.scenario.involved_services
-                reward = R_NEW_RELEVANT if relevant else 0.0
+            reward = R_REPEAT if key in self._seen else 0.0
+            self._seen.add(key)
         return self._finish_step(safe, 1, reward, result, True, message, effect, terminated,
                                  "declare_root_cause")
 
@@ -343,31 +365,6 @@ class IncidentEnv:
         check = infra.health_check(target)
         return {"service": target, "health_check": check}, f"{target} is {check['status']}"
 
-    def _remediation_reward(self, outcome, healed_before: bool) -> float:
-        if outcome.cleared:
-            self._epoch += 1
-            reward = R_CLEARED * min(2, len(outcome.cleared))
-            if not healed_before and not self._healed_paid and self._infra.healed():
-                self._healed_paid = True
-                reward += R_HEALED
-            return reward
-        if outcome.harmful:
-            self._epoch += 1
-            return R_HARMFUL
-        return R_RELIEF_ONLY if outcome.relieved else R_NO_EFFECT
-
-    def _declare_reward(self, declared: dict) -> float:
-        if self._declared:
-            return R_REPEAT
-        self._declared = True
-        sc = self.scenario
-        reward = 0.0
-        if declared["service"] in sc.acceptable_services:
-            reward += R_DECLARE_SERVICE
-        if declared["fault_class"] == sc.fault_class:
-            reward += R_DECLARE_CLASS
-        return reward or R_DECLARE_WRONG
-
     # ------------------------------------------------------------------ transition and phase 2
     def _transition(self, safe, params):
         belief, error = coerce_belief(params["belief"])
@@ -376,7 +373,7 @@ class IncidentEnv:
         if error is not None:
             return self._invalid(safe, 1, error)
         self._infra.tick()
-        reward = R_HANDOFF if belief.suspected_service in SERVICES else 0.0
+        reward = 0.0
         handed = asdict(belief)
         effect = {"belief": handed, "bad_commit_sha": self._p2["bad_commit_sha"]}
         result = {"message": "Handed over to phase 2: read the issue and work in the repository.",
@@ -438,7 +435,7 @@ class IncidentEnv:
                       else {"reason": params["reason"] or ""})
         else:
             key = (atype, tuple(sorted((k, v) for k, v in params.items() if k not in _SIZE_PARAMS)))
-            reward = R_REPEAT if key in self._seen else R_NEW_DIAGNOSTIC_P2
+            reward = R_REPEAT if key in self._seen else 0.0
             self._seen.add(key)
         return self._finish_step(safe, 2, reward, result, ok, message, effect, terminated, atype.value)
 
@@ -446,23 +443,23 @@ class IncidentEnv:
     def _finish_step(self, safe, phase, reward, result, success, message, effect, terminated, ended_by):
         reward = round(reward, 4)
         self._steps += 1
-        self._cum += reward
         self._terminated = terminated
         self.trajectory.append(self._record(safe, phase, True, None, reward, effect))
         self._check_budget()
-        obs = self._observation(result, success, message, reward)
         info = self._info(valid=True)
-        if terminated:
-            self._finish(info, ended_by)
-        elif self._truncated:
-            self._finish(info, "budget")
+        if terminated or self._truncated:
+            reward = self._finish(info, ended_by if terminated else "budget", reward)
+        self._cum += reward
+        obs = self._observation(result, success, message, reward)
         return obs, reward, terminated, self._truncated, info
 
     def _check_budget(self) -> None:
         if not self._terminated and self._steps >= self.scenario.max_steps:
             self._truncated = True
 
-    def _finish(self, info: dict, ended_by: str) -> dict:
+    def _finish(self, info: dict, ended_by: str, reward: float) -> float:
+        """End the episode: put the score in ``info`` and return the last step's reward, the
+        score minus the rewards paid before (so the episode's return is its score)."""
         info["ended_by"] = ended_by
         try:
             from .grading import score_trajectory
@@ -470,9 +467,11 @@ class IncidentEnv:
             if exc.name != f"{__package__}.grading":
                 raise
             info["score"] = None
-        else:
-            info["score"] = score_trajectory(self._task, self._mode, self.trajectory)
-        return info
+            return reward
+        info["score"] = score_trajectory(self._task, self._mode, self.trajectory)
+        reward = round(info["score"]["final"] - self._cum, 4)
+        self.trajectory[-1]["reward"] = reward
+        return reward
 
     def _record(self, safe, phase, valid, error, reward, effect, step=None) -> dict:
         infra = self._infra

@@ -5,20 +5,26 @@ the static scenario and the deterministic patch grader, so a saved trajectory re
 same score and no oracle is consulted. The components, each in [0, 1]:
 
 * **diagnosis**: the last valid ``declare_root_cause``, else the belief handed over at the
-  transition. ``DIAGNOSIS_PARTS`` of it: the service (one of the scenario's
-  acceptable_services), the fault class, and the share of the scenario's keywords found as
-  whole words in the text. A declaration that names ``STUFFED_SERVICES`` or more services
-  outside the scenario's involved and acceptable ones, ``STUFFED_CLASSES`` or more fault
-  classes, or runs past ``MAX_DECLARATION_CHARS`` earns nothing.
+  transition. ``DIAGNOSIS_PARTS`` of it: the structured ``service`` field (one of the
+  scenario's acceptable_services; a service named only in the text earns nothing), the fault
+  class (likewise from its field only), and the share of the scenario's keywords found as whole
+  words in the text. Every service or fault class the text names beyond the declared ones and
+  those of the incident's story (its involved services, its fault class, and those its correct
+  root cause names) costs ``EXTRA_NAME_COST``, so hedging over candidates in the text cannot
+  pay. A declaration that names ``STUFFED_SERVICES`` or more services outside the incident,
+  ``STUFFED_CLASSES`` or more fault classes, or runs past ``MAX_DECLARATION_CHARS`` earns
+  nothing.
 * **mitigation** (only where the scenario requires remediation): the share of the required
   remediation actions taken, times ``0.5 + 0.5 * share of services healthy`` at the handoff
   (the transition record's statuses) or, without a transition, at the end.
 * Harmful actions (a remediation of an uninvolved service; a rollback the scenario does not
   call for, i.e. of a good deploy) cost ``HARM_PENALTY`` each, from mitigation, or from
   diagnosis where no remediation is required.
-* **repair**: the proposed patch graded by the hidden tests: 1 when resolved, the product of the
-  FAIL_TO_PASS and PASS_TO_PASS pass shares when some FAIL_TO_PASS test passes, else 0. Where no
-  change is needed, ``declare_no_change`` scores 1 and any patch 0.
+* **repair**: the :func:`repair_credit` of the proposed patch, graded by the hidden tests. It
+  follows SWE-bench's ``resolved`` (which ``grade_patch`` reports beside it) and grades within
+  it: 1 when resolved ``"full"``, the share of FAIL_TO_PASS tests that pass when ``"partial"``,
+  0 when ``"no"`` (a patch that breaks a PASS_TO_PASS test earns nothing, whatever it fixes).
+  Where no change is needed, ``declare_no_change`` scores 1 and any patch 0.
 * **efficiency**: the weighted mean of the other counted components (so doing nothing earns
   nothing), times 1 up to the expected number of steps, falling linearly to 0 at
   ``1 + STEP_SLACK`` times that number.
@@ -41,6 +47,7 @@ from srelib.env.scenarios import Scenario, get_scenario
 WEIGHTS = {"diagnosis": 0.30, "mitigation": 0.25, "repair": 0.35, "efficiency": 0.10}
 DIAGNOSIS_PARTS = {"service": 0.4, "fault_class": 0.3, "text": 0.3}
 HARM_PENALTY = 0.25
+EXTRA_NAME_COST = 0.3
 STUFFED_SERVICES = 2
 STUFFED_CLASSES = 3
 MAX_DECLARATION_CHARS = 600
@@ -80,12 +87,14 @@ def diagnosis_score(scenario: Scenario, text: object, service: object, fault_cla
     outside = named - set(scenario.involved_services) - set(scenario.acceptable_services)
     if len(outside) >= STUFFED_SERVICES or len(_named_classes(text)) >= STUFFED_CLASSES:
         return 0.0
-    service_ok = (service in scenario.acceptable_services if service
-                  else _mentions(text, scenario.root_cause_service))
+    told = scenario.correct_root_cause.lower()
+    extra = ((_named_services(text) - {service} - set(scenario.involved_services) - _named_services(told))
+             | (_named_classes(text) - {fault_class, scenario.fault_class} - _named_classes(told)))
     hits = sum(_mentions(text, k) for k in scenario.keywords)
-    return (DIAGNOSIS_PARTS["service"] * service_ok
-            + DIAGNOSIS_PARTS["fault_class"] * (fault_class == scenario.fault_class)
-            + DIAGNOSIS_PARTS["text"] * (hits / len(scenario.keywords) if scenario.keywords else 0.0))
+    score = (DIAGNOSIS_PARTS["service"] * (service in scenario.acceptable_services)
+             + DIAGNOSIS_PARTS["fault_class"] * (fault_class == scenario.fault_class)
+             + DIAGNOSIS_PARTS["text"] * (hits / len(scenario.keywords) if scenario.keywords else 0.0))
+    return max(0.0, score - EXTRA_NAME_COST * len(extra))
 
 
 def _action(record: dict) -> tuple[str, str | None, dict]:
@@ -129,13 +138,19 @@ def _remediations(records: list[dict]) -> list[str]:
     return out
 
 
-def harmful_actions(scenario: Scenario, records: list[dict]) -> int:
-    """Remediations of uninvolved services plus rollbacks the scenario does not call for."""
-    return sum(
-        1 for r in _remediations(records)
+def harmful_remediations(scenario: Scenario, records: list[dict]) -> list[str]:
+    """``"action:service"`` of each remediation of an uninvolved service and each rollback the
+    scenario does not call for, in order."""
+    return [
+        r for r in _remediations(records)
         if r.split(":", 1)[1] not in scenario.involved_services
         or (r.startswith(ActionType.ROLLBACK_DEPLOY.value) and r not in scenario.required_remediation)
-    )
+    ]
+
+
+def harmful_actions(scenario: Scenario, records: list[dict]) -> int:
+    """How many :func:`harmful_remediations` the records hold."""
+    return len(harmful_remediations(scenario, records))
 
 
 def _mitigation(scenario: Scenario, records: list[dict]) -> float:
@@ -157,16 +172,20 @@ def repair_score(scenario: Scenario, task: str, records: list[dict]) -> tuple[fl
             return (0.0 if scenario.needs_fix else 1.0), None, True
         diff = (record.get("effect") or params).get("diff", "")
         patch = grade_patch(scenario.repo, task, diff)
-        if not scenario.needs_fix:
-            return 0.0, patch, False
-        f2p, p2p = patch["FAIL_TO_PASS"], patch["PASS_TO_PASS"]
-        if patch["resolved"] == "full":
-            return 1.0, patch, False
-        if not any(f2p.values()):
-            return 0.0, patch, False
-        share = sum(f2p.values()) / len(f2p) * (sum(p2p.values()) / len(p2p) if p2p else 1.0)
-        return share, patch, False
+        return (repair_credit(patch) if scenario.needs_fix else 0.0), patch, False
     return 0.0, None, False
+
+
+def repair_credit(patch: dict) -> float:
+    """Graded credit for a ``grade_patch`` result (module doc): the share of FAIL_TO_PASS tests
+    that pass, as long as every PASS_TO_PASS test still passes (1 when resolved ``"full"``, the
+    share when ``"partial"``); a patch that breaks working behaviour earns nothing, as in
+    SWE-bench, however many failing tests it fixes (a blind revert of a commit that also
+    brought a feature)."""
+    f2p, p2p = patch["FAIL_TO_PASS"], patch["PASS_TO_PASS"]
+    if not f2p or not all(p2p.values()):
+        return 0.0
+    return sum(f2p.values()) / len(f2p)
 
 
 def _counted(scenario: Scenario, mode: str) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
-from .actions import DEPENDS_ON, SERVICES
+from .actions import DEPENDED_BY, DEPENDS_ON, SERVICES
 from .scenarios import METRIC_NAMES, ConditionSpec, LogTemplate, Scenario
 
 CPU, MEM, ERR, P50, P95, P99, RPS = range(7)
@@ -63,11 +63,25 @@ ALERT_RULES = (
 )
 ALERT_RULE_NAMES = tuple(r[0] for r in ALERT_RULES)
 
-AUTHORS = ("alice", "bob", "carol", "dan", "erin", "frankie", "deploy-bot")
-_ROUTINE = ("Routine release: dependency bumps", "Routine release: bug fixes",
-            "Routine release: logging improvements", "Routine release: minor performance fixes")
-_INNOCENT = ("Add request-id to access logs", "Bump base image to patch openssl",
-             "Tune health-check timeout from 2s to 3s", "Add dashboard annotations")
+AUTHORS = ("alice", "amy", "bob", "carol", "charlie", "dan", "dave", "ed", "erin", "frankie",
+           "lib-bot", "deploy-bot")
+#: What good deploys say they do: varied, and often in the words of some fault class, so a
+#: deploy note alone tells nothing about the fault.
+DEPLOY_NOTES = (
+    "Add request-id to access logs", "Bump base image to patch openssl",
+    "Tune health-check timeout from 2s to 3s", "Add dashboard annotations",
+    "Raise the connection pool from 20 to 40 connections",
+    "Retry idempotent reads once with backoff on HTTP 503",
+    "Tune GC: larger young generation, heap limit at 75% of the container",
+    "Move feature flags to the central config service", "Rotate the service account secret",
+    "Bump the shared HTTP client library to 4.12", "Pin transitive dependencies in requirements.lock",
+    "Take the session registry lock only around the write", "Warm the local cache on startup",
+    "Shorten the cache TTL of price lists to 60s", "Add tracing spans around request handlers",
+    "Enable gzip on internal responses", "Remove the deprecated /v1/legacy endpoint",
+    "Increase the readiness-probe grace period to 20s",
+    "Log slow requests above 500ms with their route", "Upgrade the schema registry client",
+    "Dependency bumps", "Bug fixes", "Minor performance fixes", "Refactor request validation",
+)
 
 # (level, template, only on a healthy service)
 _NOISE_LOGS = (
@@ -91,6 +105,13 @@ _HERRING_LOGS = (
 #: service, the warm-up's p99 (ms), CPU and error-rate (%) ranges, and when it subsides (minutes
 #: after the page). It never reaches a scenario's ``pinned_services``.
 UPSTREAM_DEPLOY_CHANCE, QUIET_DEPLOY_CHANCE = 0.55, 0.2
+#: Other teams ship too: how many good deploys of symptom-free services (often ones the
+#: symptomatic services call) land shortly before the page (one count drawn per episode),
+#: within twice the age of the scenario's newest scripted deploy (at least
+#: ``LATER_DEPLOY_WINDOW`` minutes). About half of them land after that deploy, so the newest
+#: deploy is often not the culprit's.
+LATER_DEPLOYS = (1, 1, 2, 2, 3, 3)
+LATER_DEPLOY_WINDOW = 20
 WARMUP_P99 = (800.0, 5000.0)
 WARMUP_CPU = (40.0, 92.0)
 WARMUP_ERR = (1.0, 16.0)
@@ -241,6 +262,7 @@ class Infrastructure:
         self._log_bytes: list[bytes | None] = [None] * len(SERVICES)
         self.deploys = [self._deploy_history(s, before, rng, pick) for s in SERVICES]
         warmup = self._innocent_deploy(before, rng) if scenario.innocent_deploy else None
+        self._later_deploys(before, rng)
         self.incident_deploys = tuple(d[-1].sha for d in self.deploys)
         self.vars = {f"{s}_version": d[-1].version for s, d in zip(SERVICES, self.deploys)}
         self.vars.update({f"{s}_ago": self.page - d[-1].minute for s, d in zip(SERVICES, self.deploys)})
@@ -281,7 +303,7 @@ class Infrastructure:
             major, minor = 1 + pick(3), pick(10)
             return [Deploy(f"v{major}.{minor + k}.{pick(10)}", before - ago - pick(600),
                            AUTHORS[pick(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                           _ROUTINE[pick(len(_ROUTINE))])
+                           DEPLOY_NOTES[pick(len(DEPLOY_NOTES))])
                     for k, ago in enumerate(((7 + pick(5)) * 1440, (2 + pick(3)) * 1440))]
         out = []
         for d in specs:
@@ -316,7 +338,7 @@ class Infrastructure:
         history = self.deploys[_IDX[svc]]
         deploy = Deploy(_next_version(history[-1].version, rng), before - ago,
                         AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                        _INNOCENT[rng.randrange(len(_INNOCENT))])
+                        DEPLOY_NOTES[rng.randrange(len(DEPLOY_NOTES))])
         history.append(deploy)
         if not warming:
             return None
@@ -333,6 +355,35 @@ class Infrastructure:
         warmup = Condition(spec, deploy.minute + 1, None)
         warmup.cleared_at = self.page + WARMUP_END[0] + rng.randrange(WARMUP_END[1] - WARMUP_END[0] + 1)
         return warmup
+
+    def _later_deploys(self, before: int, rng: random.Random) -> None:
+        """Add the episode's good deploys of symptom-free services in the minutes before the page.
+
+        They may land on services the symptomatic ones call (on the call path, a tempting
+        suspect) or elsewhere; they change nothing in the simulation: those services stay
+        healthy and the fault's onset precedes many of the deploys. Services that feel the
+        fault, services with scripted deploys, and those already given a recent innocent deploy
+        keep their histories.
+        """
+        sc = self.scenario
+        hit = set(sc.involved_services)
+        frontier = list(hit)
+        while frontier:  # the involved services and every transitive caller feel the fault
+            for caller in DEPENDED_BY[frontier.pop()]:
+                if caller not in hit:
+                    hit.add(caller)
+                    frontier.append(caller)
+        scripted = [specs[-1].ago for _, specs in sc.deploys if specs]
+        window = max(LATER_DEPLOY_WINDOW, 2 * min(scripted, default=LATER_DEPLOY_WINDOW))
+        free = [s for s in SERVICES if s not in hit and not sc.deploy_specs(s)
+                and self.deploys[_IDX[s]][-1].minute < before - window]
+        count = LATER_DEPLOYS[rng.randrange(len(LATER_DEPLOYS))]
+        for svc in rng.sample(free, min(count, len(free))):
+            history = self.deploys[_IDX[svc]]
+            history.append(Deploy(_next_version(history[-1].version, rng),
+                                  before - 1 - rng.randrange(window),
+                                  AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
+                                  DEPLOY_NOTES[rng.randrange(len(DEPLOY_NOTES))]))
 
     def _conditions(self, before: int) -> list[Condition]:
         built: dict[str, Condition] = {}

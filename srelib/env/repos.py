@@ -67,7 +67,9 @@ def _read_files(root: Path) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Repo:
-    """A loaded repository. ``tree`` is the final state; ``commits`` are newest first."""
+    """A loaded repository. ``tree`` is the final state; ``commits`` are newest first.
+    ``hidden_tests`` are the probe files (run next to a patch), ``checks`` the files that judge
+    their observations in the grader (srelib.env.verdicts); both map file name to text."""
 
     name: str
     service: str
@@ -75,6 +77,7 @@ class Repo:
     tree: Mapping[str, str]
     commits: tuple[Commit, ...]
     hidden_tests: Mapping[str, str]
+    checks: Mapping[str, str]
     fixes: Mapping[str, Mapping[str, str]]
     tests_by_task: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]
 
@@ -159,6 +162,7 @@ def load_repo(name: str) -> Repo:
     return Repo(
         name=manifest["name"], service=manifest["service"], description=manifest["description"],
         tree=MappingProxyType(tree), commits=tuple(commits),
-        hidden_tests=MappingProxyType(_read_files(root / "hidden_tests")),
+        hidden_tests=MappingProxyType(_read_files(root / "hidden_tests" / "probes")),
+        checks=MappingProxyType(_read_files(root / "hidden_tests" / "checks")),
         fixes=MappingProxyType(fixes), tests_by_task=MappingProxyType(tests_by_task),
     )

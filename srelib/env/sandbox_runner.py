@@ -1,16 +1,24 @@
-"""The hidden-test runner that patching.py starts as ``python -I -S -B -c <this source>``.
+"""The hidden-test probe runner that patching.py starts as ``python -I -S -B -c <this source>``.
 
 Standard library only; it never imports srelib. It reads two lines from stdin: a nonce and a
 JSON config (``repo``, ``tests``, ``files``, ``limits``, ``uid``, ``per_test_s``). Then, before
-any test code runs, it keeps a private copy of stdout as the result channel and points fd 1
-and 2 at /dev/null, applies the resource limits, drops to ``uid`` unless it is null, and
-installs an audit hook that refuses subprocesses, sockets, ctypes, process-wide introspection,
-writes outside the repository and reads outside the repository, the tests and the standard
-library. Each result is one line ``<nonce> <json>`` on the private channel; code under test
-never saw the nonce on stdin, argv or the environment, so lines it prints are ignored.
+any probe or patched code runs, it keeps a private copy of stdout as the result channel and
+points fd 1 and 2 at /dev/null, applies the resource limits, drops to ``uid`` unless it is null,
+and installs an audit hook that refuses subprocesses, sockets, ctypes, process-wide
+introspection, writes outside the repository and reads outside the repository, the probes and
+the standard library.
+
+It only observes: each ``probe_<name>`` function of each probe file is called once, and one
+line ``<nonce> <json>`` reports ``{"id": "<file>::test_<name>", "value": <what it returned>,
+"raised": null or {"type", "message"}, "printed": <its captured stdout and stderr>}``. Whether
+an observation is right is decided by the grader, in its own process, against checks this
+process never sees; code under test that takes this process over can at worst report wrong
+observations.
 """
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import resource
@@ -90,30 +98,51 @@ def _on_alarm(signum, frame):
     raise _TestTimeout("test exceeded its time limit")
 
 
+PRINTED_CHARS = 4000
+VALUE_CHARS = 1 << 16
+
+
+def _observe(probe):
+    """Call ``probe`` and describe what happened as a JSON-ready dict."""
+    printed = io.StringIO()
+    value, raised = None, None
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            value = probe()
+    except BaseException as exc:
+        raised = {"type": type(exc).__name__, "message": str(exc)[:PRINTED_CHARS]}
+    try:
+        if len(json.dumps(value)) > VALUE_CHARS:
+            raise ValueError(f"the value's JSON is over {VALUE_CHARS} characters")
+    except (TypeError, ValueError, RecursionError) as exc:
+        value, raised = None, {"type": "UnobservableValue", "message": str(exc)[:300]}
+    return {"value": value, "raised": raised, "printed": printed.getvalue()[:PRINTED_CHARS]}
+
+
 def _run_file(path, per_test_s, emit):
     name = os.path.basename(path)
     signal.setitimer(signal.ITIMER_REAL, per_test_s)
     try:
-        spec = importlib.util.spec_from_file_location("hidden_" + name[:-3], path)
+        spec = importlib.util.spec_from_file_location("probes_" + name[:-3], path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        tests = sorted(n for n, f in vars(module).items() if n.startswith("test_") and callable(f)
-                       and getattr(f, "__module__", "") == module.__name__)
+        probes = sorted((n, f) for n, f in vars(module).items() if n.startswith("probe_")
+                        and callable(f) and getattr(f, "__module__", "") == module.__name__)
     except BaseException as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
         emit({"file": name, "import_error": f"{type(exc).__name__}: {exc}"[:300]})
         return
     signal.setitimer(signal.ITIMER_REAL, 0)
-    for test in tests:
+    for probe_name, probe in probes:
         signal.setitimer(signal.ITIMER_REAL, per_test_s)
         try:
-            getattr(module, test)()
-            outcome = {"id": f"{name}::{test}", "ok": True}
-        except BaseException as exc:
-            outcome = {"id": f"{name}::{test}", "ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+            observation = _observe(probe)
+        except BaseException as exc:  # the timer fired between the probe and the record
+            observation = {"value": None, "printed": "",
+                           "raised": {"type": type(exc).__name__, "message": str(exc)[:300]}}
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        emit(outcome)
+        emit({"id": f"{name}::test_{probe_name[len('probe_'):]}", **observation})
 
 
 def _make_emitter(fd, nonce):

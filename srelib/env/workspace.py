@@ -5,6 +5,7 @@ Nothing here touches the filesystem: paths are looked up in ``Repo.tree`` after 
 characters, bounded length), so neither the hidden tests nor the reference fixes, which are not
 in the tree, can be reached. Every result comes in a deterministic order, with size caps and a
 ``truncated`` flag. :meth:`Workspace.execute` never raises: bad input gets an error result.
+``search_code`` regexes run on RE2, whose matching is linear in the text, under a time budget.
 ``propose_patch`` and ``declare_no_change`` are only checked and acknowledged.
 """
 
@@ -18,11 +19,6 @@ from typing import Any
 from srelib.env.actions import PHASE2_ACTIONS, ActionType
 from srelib.env.repos import Repo
 
-try:
-    from re import _parser as _regex_parser  # Python >= 3.11
-except ImportError:  # Python 3.10
-    import sre_parse as _regex_parser
-
 MAX_PATH_CHARS = 200
 MAX_PATH_DEPTH = 12
 MAX_LIST_ENTRIES = 200
@@ -31,8 +27,8 @@ MAX_QUERY_CHARS = 200
 MAX_HIT_CHARS = 200
 MAX_DIFF_CHARS = 64 * 1024
 REGEX_LINE_CHARS = 240  # regexes only see this much of each line
-REGEX_UNBOUNDED_REPEATS = 2
-SEARCH_BUDGET_S = 0.25
+REGEX_MAX_MEM = 2 << 20  # bytes for one compiled RE2 program: bounds the work per character
+SEARCH_BUDGET_S = 0.25  # checked between lines; one line costs at most a few ms
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
 _GLOB = re.compile(r"[A-Za-z0-9_.\-/*?\[\]!]{1,100}")
 _SHA = re.compile(r"[0-9a-f]{4,40}")
@@ -70,46 +66,27 @@ def check_path(raw: object) -> tuple[str | None, str | None]:
     return "/".join(parts) or ".", None
 
 
-def _regex_problem(pattern: str) -> str | None:
-    """Why a regex may backtrack catastrophically (None if it is safe to run)."""
+def compile_regex(pattern: str):
+    """``(compiled, None)`` or ``(None, reason)``: ``pattern`` compiled by RE2.
+
+    RE2 matches in time linear in the text, so no pattern backtracks catastrophically; its
+    program size is capped by ``REGEX_MAX_MEM``. Python-only features (backreferences,
+    lookaround, possessive and atomic groups) have no linear-time form and are refused.
+    """
     try:
-        parsed = _regex_parser.parse(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        return f"invalid regex: {exc}"
-    unbounded = 0
-
-    def walk(items, inside_repeat: bool) -> str | None:
-        nonlocal unbounded
-        for op, arg in items:
-            name = str(op)
-            if name in ("GROUPREF", "GROUPREF_EXISTS"):
-                return "backreferences are not supported"
-            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-                if inside_repeat:
-                    return "nested repetition (e.g. (a+)+) is not supported"
-                if arg[1] > 50:
-                    unbounded += 1
-                problem = walk(arg[2], True)
-            elif name == "BRANCH":
-                if inside_repeat:
-                    return "alternation inside a repetition (e.g. (a|b)*) is not supported"
-                problem = next((p for b in arg[1] if (p := walk(b, inside_repeat))), None)
-            elif name == "SUBPATTERN":
-                problem = walk(arg[-1], inside_repeat)
-            elif name in ("ASSERT", "ASSERT_NOT"):
-                problem = walk(arg[1], True)
-            elif name == "ATOMIC_GROUP":
-                problem = walk(arg, inside_repeat)
-            else:
-                problem = None
-            if problem:
-                return problem
-        return None
-
-    problem = walk(parsed, False)
-    if problem is None and unbounded > REGEX_UNBOUNDED_REPEATS:
-        problem = f"at most {REGEX_UNBOUNDED_REPEATS} unbounded repetitions (*, +, {{n,}}) per regex"
-    return problem
+        import re2
+    except ImportError:  # pragma: no cover - google-re2 is a base dependency
+        return None, "regex search is unavailable (install google-re2); search without regex=true"
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = REGEX_MAX_MEM
+    try:
+        return re2.compile(pattern, options), None
+    except re2.error as exc:
+        detail = exc.args[0].decode(errors="replace") if exc.args and isinstance(
+            exc.args[0], bytes) else str(exc)
+        return None, (f"invalid or unsupported regex ({detail}); RE2 syntax is used: no "
+                      "backreferences or lookaround, repetition counts up to 1000")
 
 
 def _int_param(params: dict, key: str, default: int | None, low: int, high: int):
@@ -237,10 +214,9 @@ class Workspace:
         if problem:
             return _error(problem)
         if use_regex:
-            problem = _regex_problem(query)
+            pattern, problem = compile_regex(query)
             if problem:
                 return _error(problem)
-            pattern = re.compile(query)
 
             def matches(line: str) -> bool:
                 return pattern.search(line[:REGEX_LINE_CHARS]) is not None

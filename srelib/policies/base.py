@@ -222,6 +222,9 @@ class ChatPolicyBase(ABC):
         return lane
 
     def _decide(self, lane: _Lane, observation: dict, reply: str | BaseException) -> dict:
+        """This lane's action from its reply; whatever the reply, other lanes are unaffected."""
+        if not isinstance(reply, (str, BaseException)):
+            reply = TypeError(f"the model returned {type(reply).__name__}, not text")
         if isinstance(reply, BaseException):
             reason = f"the model call failed: {self._describe_error(reply)}"
         else:

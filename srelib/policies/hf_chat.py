@@ -2,26 +2,49 @@
 
 Prompts go through the tokenizer's own ``apply_chat_template``; a template that rejects the
 system role (Gemma's does) gets the system prompt folded into the first user turn. Weights load
-in bf16 where the GPU supports it, else fp32, and never in fp16. 4-bit loading goes through
-``BitsAndBytesConfig`` (nf4, double quantisation) and only when CUDA is available; otherwise a
-message says so and the model loads unquantised. ``act_batch`` generates for many episodes in
-one left-padded batch; greedy decoding (``temperature=0``) gives the same replies batched or
-one at a time.
+in bf16 only on a GPU with native bf16 (compute capability 8.0 or newer), else in fp32, and
+never in fp16 (Gemma overflows in it); the 4-bit compute dtype follows the same rule. 4-bit
+loading goes through ``BitsAndBytesConfig`` (nf4, double quantisation) and only when CUDA is
+available; otherwise a message says so and the model loads unquantised.
+
+``act_batch`` generates for many episodes at once. With ``kv_cache=True`` (the default) every
+lane keeps its keys/values between turns and prefills only what its transcript appended; the
+system-prompt prefix is encoded once for all lanes; lanes are bucketed by how much they must
+prefill (see :mod:`srelib.policies.kv_cache`). Greedy decoding (``temperature=0``) gives the
+same replies batched or one at a time, cached or not.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from pathlib import Path
 from typing import Any
 
+from srelib.policies import kv_cache
 from srelib.policies.base import ChatPolicyBase
-from srelib.policies.prompts import fold_system
+from srelib.policies.kv_cache import PrefixCache, Row
+from srelib.policies.prompts import SYSTEM_PROMPT, fold_system
+
+log = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "bfloat16", "float32")
 
 
+def native_bf16() -> bool:
+    """Whether the CUDA device computes bf16 natively (compute capability 8.0 or newer).
+
+    ``torch.cuda.is_bf16_supported()`` also counts emulation, which makes a T4 (7.5) run slow
+    emulated bf16, so the capability is checked instead.
+    """
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8
+
+
 def resolve_dtype(torch_dtype: Any = "auto"):
-    """The torch dtype to load with: ``auto`` means bf16 on a GPU that supports it, else fp32."""
+    """The torch dtype to load and compute with: ``auto`` means bf16 where the GPU has it
+    natively, else fp32. ``bfloat16`` on a CUDA device without native bf16 is refused."""
     import torch
 
     name = str(torch_dtype).replace("torch.", "")
@@ -31,8 +54,11 @@ def resolve_dtype(torch_dtype: Any = "auto"):
     if name not in _DTYPES:
         raise ValueError(f"unknown torch_dtype {torch_dtype!r}; choose one of {list(_DTYPES)}")
     if name == "auto":
-        cuda_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-        return torch.bfloat16 if cuda_bf16 else torch.float32
+        return torch.bfloat16 if native_bf16() else torch.float32
+    if name == "bfloat16" and torch.cuda.is_available() and not native_bf16():
+        major, minor = torch.cuda.get_device_capability()
+        raise ValueError(f"this GPU (compute capability {major}.{minor}) has no native bf16 and "
+                         "would emulate it slowly; choose 'auto' or 'float32'")
     return getattr(torch, name)
 
 
@@ -52,11 +78,56 @@ def quantization_config(load_in_4bit: bool, compute_dtype):
                               bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=compute_dtype)
 
 
+def model_access_problem(model_id: str, *, token: str | None = None,
+                         endpoint: str | None = None) -> str | None:
+    """None if ``model_id`` (a local folder or a hub id) can be loaded; else what to do.
+
+    Asks the hub's auth check before any download, so a gated model (Gemma) whose licence was
+    not accepted, or a missing token, stops with one message instead of a long traceback
+    after minutes of setup. ``endpoint`` defaults to the hub (``HF_ENDPOINT``).
+    """
+    if Path(model_id).is_dir():
+        return None
+    from huggingface_hub import HfApi, get_token
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    token = token or get_token()
+    page = f"https://huggingface.co/{model_id}"
+    login = ("log in with huggingface_hub.login(), or on Colab add an HF_TOKEN secret "
+             "(key icon in the left bar) and allow this notebook to read it")
+    try:
+        HfApi(endpoint=endpoint).auth_check(model_id, token=token or False)
+    except GatedRepoError:
+        return (f"{model_id} is gated and this Hugging Face account has not been granted it: "
+                f"open {page}, accept the licence (granted within minutes), then run again.")
+    except RepositoryNotFoundError:
+        if token is None:
+            return (f"No Hugging Face token found, and {model_id} needs one (it is gated, "
+                    f"private or missing): accept its licence at {page}, create a read token "
+                    f"at https://huggingface.co/settings/tokens, then {login}.")
+        return (f"{model_id} was not found, or this token may not read it: check the id at "
+                f"{page} and that the token has read access.")
+    except HfHubHTTPError as error:
+        status = getattr(error.response, "status_code", "?")
+        if status == 401:
+            return (f"The hub rejected this Hugging Face token (invalid or expired): create a "
+                    f"new read token at https://huggingface.co/settings/tokens, then {login}.")
+        return f"The hub refused the access check for {model_id} (HTTP {status}): {error}"
+    except Exception as error:  # noqa: BLE001 - offline, DNS, proxy: all mean no download
+        return (f"Could not reach the Hugging Face hub to check {model_id} "
+                f"({type(error).__name__}: {error}); check the connection, or point the model "
+                "id at a local folder.")
+    return None
+
+
 class HFTransformersChatPolicy(ChatPolicyBase):
     """Chat policy over a local causal LM: a hub id or folder, or a preloaded model+tokenizer.
 
     The seed's parameters are kept (``model_id`` is accepted as the name of the first one).
     ``reset(seed=...)`` seeds sampling; with ``temperature=0`` decoding is greedy.
+    ``tools=True`` renders the actions as tools through the chat template, when the template
+    can render them (else a warning, and actions are read from the reply text), and reads a
+    tool call from the reply with the tokenizer's ``response_template``.
     """
 
     def __init__(self, model_id_or_path: str | None = None, *, model_id: str | None = None,
@@ -64,9 +135,12 @@ class HFTransformersChatPolicy(ChatPolicyBase):
                  torch_dtype: Any = "auto", max_new_tokens: int = 512, temperature: float = 0.2,
                  top_p: float = 0.95, max_history: int = 6, model: Any = None,
                  tokenizer: Any = None, max_batch_size: int = 16, max_failures: int = 3,
-                 obs_chars: int = 6000, max_prompt_chars: int = 24000, name: str | None = None):
+                 obs_chars: int = 6000, max_prompt_chars: int = 24000, kv_cache: bool = True,
+                 tools: bool = False, system_prompt: str = SYSTEM_PROMPT,
+                 name: str | None = None):
         super().__init__(max_history=max_history, max_failures=max_failures,
-                         obs_chars=obs_chars, max_prompt_chars=max_prompt_chars)
+                         obs_chars=obs_chars, max_prompt_chars=max_prompt_chars,
+                         system_prompt=system_prompt)
         source = model_id_or_path or model_id
         if source is None and (model is None or tokenizer is None):
             raise ValueError("give model_id_or_path, or both model= and tokenizer=")
@@ -89,7 +163,10 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         self.model_id = source or getattr(model.config, "name_or_path", "model")
         self.name = name or f"hf:{self.model_id}"
         self.folds_system: bool | None = None  # learnt from the template on first use
+        self.kv_cache = bool(kv_cache)
+        self._prefixes = PrefixCache()
         self._calls = 0
+        self.tools = bool(tools) and self._template_renders_tools()
 
     def __repr__(self) -> str:
         return f"HFTransformersChatPolicy({self.model_id!r}, temperature={self.temperature})"
@@ -97,6 +174,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
         super().reset(seed, task_name)
         self._calls = 0  # sampling seeds restart with the episode
+        self._prefixes.entries = []  # the shared system-prompt prefix stays
 
     def _load(self, source: str, device_map: str | None, load_in_4bit: bool):
         import torch
@@ -110,35 +188,146 @@ class HFTransformersChatPolicy(ChatPolicyBase):
             kwargs["device_map"] = device_map
         return AutoModelForCausalLM.from_pretrained(source, **kwargs)
 
+    def _template_renders_tools(self) -> bool:
+        from srelib.policies.tools import tool_definitions
+
+        probe = tool_definitions()[:1]
+        try:
+            text = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": "-"}], tools=probe, tokenize=False,
+                add_generation_prompt=True)
+        except Exception:  # noqa: BLE001 - jinja raises its own TemplateError
+            text = ""
+        if probe[0]["function"]["name"] in text:
+            return True
+        log.warning("%s's chat template cannot render tools; reading actions from the reply "
+                    "text instead", self.model_id)
+        return False
+
+    def _template(self, messages: list[dict]) -> str:
+        from srelib.policies.tools import tool_definitions
+
+        return self.tokenizer.apply_chat_template(
+            messages, tools=tool_definitions() if self.tools else None, tokenize=False,
+            add_generation_prompt=True)
+
     def chat_prompt(self, messages: list[dict]) -> str:
         """The prompt text from the chat template, folding the system turn in when rejected."""
         if self.folds_system is not True:
             try:
-                text = self.tokenizer.apply_chat_template(
-                    messages, tokenize=False, add_generation_prompt=True)
-                self.folds_system = False
+                text = self._template(messages)
+                if messages and messages[0]["role"] == "system":
+                    self.folds_system = False
                 return text
             except Exception:  # noqa: BLE001 - jinja raises its own TemplateError
                 if not messages or messages[0]["role"] != "system" or self.folds_system is False:
                     raise
                 self.folds_system = True
-        return self.tokenizer.apply_chat_template(
-            fold_system(messages), tokenize=False, add_generation_prompt=True)
+        return self._template(fold_system(messages))
 
     def _complete(self, conversations: list[list[dict]]) -> list[str | BaseException]:
         prompts = [self.chat_prompt(m) for m in conversations]
-        replies: list[str | BaseException] = []
-        for start in range(0, len(prompts), self.max_batch_size):
-            replies += self.generate(prompts[start:start + self.max_batch_size])
-        return replies
+        replies = self.generate(prompts)
+        if not self.tools:
+            return replies
+        return [self.read_tool_call(p, r) for p, r in zip(prompts, replies)]
+
+    def read_tool_call(self, prompt: str, reply: str) -> str | BaseException:
+        """The reply's first tool call as action JSON, if the tokenizer's ``response_template``
+        finds one; else the reply itself, for the text parser."""
+        from srelib.policies.tools import tool_call_text
+
+        if getattr(self.tokenizer, "response_template", None) is None:
+            return reply
+        try:
+            calls = self.tokenizer.parse_response(reply, prefix=prompt).get("tool_calls")
+        except Exception:  # noqa: BLE001 - a malformed call is read as text (a parse failure)
+            return reply
+        if not calls:
+            return reply
+        try:
+            return tool_call_text(calls[0])
+        except ValueError as error:
+            return error
 
     def generate(self, prompts: list[str]) -> list[str]:
-        """Left-padded batched generation of one reply per prompt."""
+        """One reply per prompt, in left-padded batches of at most ``max_batch_size``.
+
+        With ``kv_cache`` each prompt reuses the keys/values of the longest kept token prefix
+        (its lane's previous turn, or the shared system-prompt prefix) and the call's
+        sequences are kept for the next one; without it every prompt is encoded in full.
+        Each usage record has ``prefill_tokens`` (encoded now) and ``cached_tokens`` (reused).
+        """
+        import torch
+
+        encoded = [torch.tensor(self.tokenizer(p, add_special_tokens=False)["input_ids"],
+                                dtype=torch.long) for p in prompts]
+        if self.kv_cache:
+            self._encode_shared_prefix()
+        rows = []
+        for item, ids in enumerate(encoded):
+            source, shared = self._prefixes.best(ids) if self.kv_cache else (None, 0)
+            rows.append(Row(item, ids, source, min(shared, len(ids) - 1)))
+        self._prefixes.entries = []  # the rows hold what they reuse; the rest can be freed
+        texts: list[str] = [""] * len(prompts)
+        records: list[tuple[int, dict]] = []
+        kept: list[kv_cache.CachedSequence] = []
+        for bucket in kv_cache.buckets(rows, self.max_batch_size):
+            self._generate_bucket(bucket, texts, records, kept)
+        if self.kv_cache:
+            self._prefixes.entries = kept
+        for _, record in sorted(records, key=lambda r: r[0]):
+            self._record(**record)
+        return texts
+
+    def _generate_bucket(self, bucket: list[Row], texts: list[str], records: list,
+                         kept: list) -> None:
+        """One ``generate`` call for ``bucket``: replies into ``texts``, usage into
+        ``records``, the rows' sequences (with their caches) into ``kept``."""
         import torch
 
         device = self.model.get_input_embeddings().weight.device
-        batch = self.tokenizer(prompts, return_tensors="pt", padding=True,
-                               add_special_tokens=False).to(device)
+        past, width, pasts = kv_cache.plan_rows(bucket)
+        pad = self.tokenizer.pad_token_id
+        total = past + width
+        input_ids = torch.full((len(bucket), total), pad, dtype=torch.long)
+        mask = torch.zeros((len(bucket), total), dtype=torch.long)
+        for r, row in enumerate(bucket):
+            length = row.ids.shape[0]
+            input_ids[r, total - length:] = row.ids
+            mask[r, total - length:] = 1
+        options = self._generation_options()
+        if self.kv_cache:
+            options["cache"] = kv_cache.merge(bucket, past, pasts, self.model.config)
+            for row in bucket:
+                row.source = None  # merged (copied): free the previous turn's tensors early
+        start = time.perf_counter()
+        with torch.inference_mode():
+            output = self.model.generate(input_ids=input_ids.to(device),
+                                         attention_mask=mask.to(device), **options)
+        latency = time.perf_counter() - start
+        new_tokens = output[:, total:].cpu()
+        stops = set(_as_list(self.model.generation_config.eos_token_id)) | {pad}
+        decoded = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        for r, (row, text, generated) in enumerate(zip(bucket, decoded, new_tokens.tolist())):
+            produced = next((i + 1 for i, t in enumerate(generated) if t in stops),
+                            len(generated))
+            texts[row.item] = text
+            length = int(row.ids.shape[0])
+            records.append((row.item, {
+                "prompt_tokens": length, "completion_tokens": produced, "latency_s": latency,
+                "item": row.item, "prefill_tokens": length - pasts[r],
+                "cached_tokens": pasts[r]}))
+            if self.kv_cache:
+                cache = options["cache"]
+                first = total - length
+                held = min(length + produced, cache.get_seq_length() - first)
+                ids = torch.cat([row.ids, new_tokens[r, :produced]])[:held]
+                kept.append(kv_cache.CachedSequence(ids, kv_cache.split(cache, r, first, held)))
+
+    def _generation_options(self) -> dict[str, Any]:
+        import torch
+
         sampling = self.temperature > 0
         options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": sampling,
                                    "pad_token_id": self.tokenizer.pad_token_id}
@@ -148,19 +337,27 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         else:
             options.update(temperature=None, top_p=None, top_k=None)
         self._calls += 1
-        start = time.perf_counter()
+        return options
+
+    def _encode_shared_prefix(self) -> None:
+        """Encode (once per system prompt) the prompt text every conversation starts with."""
+        import torch
+        from transformers import DynamicCache
+
+        marker = "\x00srelib-first-turn\x00"
+        text = self.chat_prompt([{"role": "system", "content": self.system_prompt},
+                                 {"role": "user", "content": marker}])
+        prefix = text[:text.index(marker)]
+        if self._prefixes.shared_key == prefix:
+            return
+        ids = torch.tensor(self.tokenizer(prefix, add_special_tokens=False)["input_ids"],
+                           dtype=torch.long)
+        cache = DynamicCache()
+        device = self.model.get_input_embeddings().weight.device
         with torch.inference_mode():
-            output = self.model.generate(**batch, **options)
-        latency = time.perf_counter() - start
-        width = batch["input_ids"].shape[1]
-        new_tokens = output[:, width:]
-        texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        stops = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.pad_token_id}
-        rows = zip(new_tokens.tolist(), batch["attention_mask"].sum(1).tolist())
-        for item, (row, prompt_len) in enumerate(rows):
-            produced = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
-            self._record(int(prompt_len), produced, latency, item=item)
-        return texts
+            self.model(input_ids=ids[None].to(device), cache=cache, use_cache=True)
+        self._prefixes.shared = kv_cache.CachedSequence(ids, cache)
+        self._prefixes.shared_key = prefix
 
 
 def _as_list(value: Any) -> list:

@@ -204,7 +204,10 @@ class Transcript:
     """One episode's conversation: system prompt, the incident turn, then rolling turns.
 
     ``messages()`` keeps the system prompt and the first user turn (which holds the incident),
-    then as many recent (assistant, user) pairs as fit ``max_history`` and ``max_chars``.
+    then the recent (assistant, user) pairs within ``max_history`` and ``max_chars``. Old pairs
+    are dropped in a block, down to half of either limit, so that the prompt then only grows
+    by appending for a few turns: a kept KV cache (or a server's prefix cache) stays valid
+    between trims instead of being invalidated on every turn.
     """
 
     system: str = SYSTEM_PROMPT
@@ -212,6 +215,7 @@ class Transcript:
     max_history: int = 8
     max_chars: int = 32000
     turns: list[dict[str, str]] = field(default_factory=list)
+    start: int = 0  # index in turns[1:] of the oldest kept message (an assistant reply)
 
     def add_observation(self, observation: dict) -> None:
         if self.turns and self.turns[-1]["role"] == "user":
@@ -228,9 +232,16 @@ class Transcript:
         if not self.turns:
             return [{"role": "system", "content": self.system}]
         first, rest = self.turns[0], self.turns[1:]
-        keep_pairs = min(len(rest) // 2, max(1, self.max_history))
-        kept = rest[len(rest) - (2 * keep_pairs + len(rest) % 2):]
         fixed = len(self.system) + len(first["content"])
-        while len(kept) > 2 and fixed + sum(len(m["content"]) for m in kept) > self.max_chars:
-            kept = kept[2:]
-        return [{"role": "system", "content": self.system}, first] + kept
+        limit = max(1, self.max_history)
+
+        def fits(pairs: int, chars: int) -> bool:
+            kept = rest[self.start:]
+            return (len(kept) // 2 <= pairs
+                    and fixed + sum(len(m["content"]) for m in kept) <= chars)
+
+        if not fits(limit, self.max_chars):
+            pairs, chars = max(1, limit // 2), fixed + max(0, self.max_chars - fixed) // 2
+            while len(rest) - self.start > 2 and not fits(pairs, chars):
+                self.start += 2
+        return [{"role": "system", "content": self.system}, first] + rest[self.start:]

@@ -2,9 +2,11 @@
 
 The suspect is the observation's ``bad_commit_sha``; without one, the latest commit that
 touched the area the issue points at (found with ``get_git_log``). Undoing the change that
-caused an incident is what an on-call engineer does first, so this is strong, but it is blind
-to fixes that need more than a revert, and it reverts innocent commits when handed a wrong
-suspect. It declares that no change is needed when the handed-over belief says "none".
+caused an incident is what an on-call engineer does first to mitigate, but it is no repair: a
+bad commit also brings the feature it was written for, whose PASS_TO_PASS tests the revert
+breaks, so a blind revert resolves ``"no"``; and it reverts innocent commits when handed a
+wrong suspect. It declares that no change is needed when the handed-over belief says "none".
+It is the baseline for "finds the right commit", not for "fixes the code".
 """
 
 from __future__ import annotations

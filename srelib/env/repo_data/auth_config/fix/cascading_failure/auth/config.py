@@ -1,6 +1,6 @@
 """Auth service configuration, read once from the environment at startup.
 
-v1.8.0 rotates the JWT signing secret without logging everyone out: tokens are signed with
+The JWT signing secret rotates without logging everyone out: tokens are signed with
 the current secret, and tokens signed with a previous secret (AUTH_JWT_PREVIOUS_SECRET, comma
 separated) stay valid until they expire.
 """

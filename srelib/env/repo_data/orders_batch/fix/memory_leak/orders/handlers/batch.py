@@ -1,4 +1,4 @@
-"""Batch order processing (v2.3.1).
+"""Batch order processing.
 
 The nightly importer and the bulk-checkout API submit thousands of orders at once. Writing
 them one by one saturates the orders table, so BatchProcessor persists them in batches of

@@ -1,0 +1,250 @@
+"""Serving and sweeps: episodes/s through ``srelib serve``, a soak, and evaluate on Dask.
+
+* Throughput: the scripted heuristic-revert policy plays a fixed mix of episodes (every task,
+  pools A/B/C/D, several seeds) in process, then through a ``srelib serve`` process with 1, 4
+  and 16 concurrent sessions (OpenEnv's ``EnvClient``, one per session, on one asyncio loop).
+* Soak: 16 sessions for ``--soak-seconds``; every finished episode's score must equal the
+  in-process score of the same task, pool and seed; no error, no lost episode (every started
+  episode finishes), and the server's RSS growth after a warm-up stays under 50 MB.
+* Sweeps: ``evaluate`` episodes/s on a 2-worker Dask ``LocalCluster`` (processes) against
+  ``workers=2`` (a ProcessPoolExecutor); the cluster's start-up time is reported apart.
+
+    python bench/bench_serve.py                                   # 20 s per level, 5 min soak
+    python bench/bench_serve.py --seconds 3 --soak-seconds 20     # a quick check
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO_ROOT, Row, base_parser, report  # noqa: E402
+
+RSS_TARGET_MB = 50.0
+LEVELS = (1, 4, 16)
+
+
+def policy():
+    from srelib.cli import build_policy
+
+    return build_policy("HeuristicPhase1Policy", "RevertPhase2Policy")
+
+
+def episode_mix(seeds: int) -> list[tuple[str, str, int]]:
+    """(task, pool, seed) for every task of every pool and each of ``seeds`` seeds."""
+    from srelib.env.pools import POOLS
+
+    return [(task, pool, seed) for pool in sorted(POOLS) for task in POOLS[pool].tasks
+            for seed in range(seeds)]
+
+
+def in_process_scores(mix) -> tuple[dict, float]:
+    """Each episode's final score in process, and the in-process episodes/s of a second pass
+    (the first warms the patch-grading memo, as the server's warm-up pass does there)."""
+    import srelib
+
+    env, scores = srelib.IncidentEnv(), {}
+    for timed in (False, True):
+        start = time.perf_counter()
+        for task, pool, seed in mix:
+            episode = srelib.run_episode(env, policy(), task=task, pool=pool, seed=seed)
+            scores[task, pool, seed] = episode.final
+    return scores, len(mix) / (time.perf_counter() - start)
+
+
+async def _play(client, job) -> float | None:
+    from srelib.rollout import reset_policy
+    from srelib.server import SreAction, observation_dict
+
+    task, pool, seed = job
+    agent = policy()
+    result = await client.reset(task=task, pool=pool, seed=seed)
+    reset_policy(agent, seed, task)
+    while not result.done:
+        fields = result.observation.model_dump(exclude={"reward", "done"})
+        obs = observation_dict(fields, result.done)
+        result = await client.step(SreAction(**agent(obs, obs["current_phase"], task)))
+    return (result.observation.info.get("score") or {}).get("final")
+
+
+def drive(url: str, sessions: int, seconds: float, jobs, expected: dict,
+          on_tick=None) -> dict:
+    """``sessions`` clients play episodes from the iterator ``jobs`` for ``seconds`` (or until
+    it runs out); episodes in flight at the deadline finish. Counts started, finished, errors
+    and wrong scores."""
+    from srelib.remote import SreClient
+
+    counts = {"started": 0, "finished": 0, "errors": 0, "wrong_scores": 0}
+
+    async def session(deadline: float):
+        async with SreClient(base_url=url) as client:
+            while time.perf_counter() < deadline:
+                job = next(jobs, None)
+                if job is None:
+                    return
+                counts["started"] += 1
+                try:
+                    final = await _play(client, job)
+                except Exception as exc:  # noqa: BLE001 - counted and reported, the soak goes on
+                    counts["errors"] += 1
+                    print(f"episode {job} failed: {exc}", file=sys.stderr)
+                    continue
+                counts["finished"] += 1
+                counts["wrong_scores"] += final != expected[job]
+
+    async def ticker(deadline: float):
+        while on_tick is not None and time.perf_counter() < deadline:
+            on_tick()
+            await asyncio.sleep(1.0)
+
+    async def all_sessions():
+        deadline = time.perf_counter() + seconds
+        await asyncio.gather(ticker(deadline), *(session(deadline) for _ in range(sessions)))
+
+    start = time.perf_counter()
+    asyncio.run(all_sessions())
+    counts["wall_s"] = time.perf_counter() - start
+    counts["eps"] = counts["finished"] / counts["wall_s"]
+    return counts
+
+
+class ServerProcess:
+    """``srelib serve`` in its own process on a free loopback port."""
+
+    def __init__(self, max_sessions: int):
+        import requests
+
+        from srelib.testing import free_port
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "srelib", "serve", "--port", str(self.port),
+             "--max-sessions", str(max_sessions)], cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if requests.get(f"{self.url}/health", timeout=2).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError(f"srelib serve did not start: {self.proc.stderr.read()}")
+            time.sleep(0.2)
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_eps) -> list:
+    rows = [Row("serve", "in-process episodes/s", round(local_eps, 2), "ep/s",
+                note=f"{len(mix)} episodes, one process")]
+    drive(server.url, 16, 600.0, iter(mix), expected)  # warm-up: one pass, not timed
+    for sessions in LEVELS:
+        counts = drive(server.url, sessions, seconds, itertools.cycle(mix), expected)
+        ok = counts["errors"] == 0 and counts["wrong_scores"] == 0
+        rows.append(Row("serve", f"server episodes/s, {sessions} sessions",
+                        round(counts["eps"], 2), "ep/s", met=None if ok else False,
+                        note=f"{counts['finished']} episodes in {counts['wall_s']:.1f}s, "
+                             f"x{counts['eps'] / local_eps:.2f} in-process"))
+    return rows
+
+
+def soak_rows(server: ServerProcess, seconds: float, mix, expected) -> list:
+    warmup = min(30.0, seconds / 5)
+    marks: dict[str, float] = {}
+    start = time.perf_counter()
+
+    def tick():
+        if "warm" not in marks and time.perf_counter() - start >= warmup:
+            marks["warm"] = server.rss_mb()
+
+    counts = drive(server.url, 16, seconds, itertools.cycle(mix), expected, on_tick=tick)
+    marks.setdefault("warm", server.rss_mb())
+    growth = server.rss_mb() - marks["warm"]
+    lost = counts["started"] - counts["finished"] - counts["errors"]
+    clean = counts["errors"] == 0 and counts["wrong_scores"] == 0 and lost == 0
+    return [
+        Row("serve", f"soak: episodes in {seconds:g}s at 16 sessions", counts["finished"], "ep",
+            "all finish, scores as in process", met=clean,
+            note=f"{counts['errors']} errors, {lost} lost, {counts['wrong_scores']} wrong"),
+        Row("serve", "soak: server RSS growth after warm-up", round(growth, 1), "MB",
+            f"< {RSS_TARGET_MB:g} MB", met=growth < RSS_TARGET_MB,
+            note=f"{marks['warm']:.0f} MB after {warmup:g}s warm-up"),
+    ]
+
+
+def sweep_rows(seeds: int) -> list:
+    import srelib
+
+    grid = dict(tasks="all", pools=["A", "C"], seeds=seeds, progress=False)
+    policies = {"heuristic-revert": lambda: policy()}
+    start = time.perf_counter()
+    pooled = srelib.evaluate(policies, workers=2, **grid)
+    pool_eps = len(pooled) / (time.perf_counter() - start)
+    from dask.distributed import Client, LocalCluster
+
+    start = time.perf_counter()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        startup = time.perf_counter() - start
+        with client.get_executor() as executor:
+            # warm-up: the workers import srelib and fill their grading memo, as the forked
+            # workers of workers=2 inherit both from this process
+            srelib.evaluate(policies, executor=executor, **grid)
+            start = time.perf_counter()
+            dasked = srelib.evaluate(policies, executor=executor, **grid)
+            dask_eps = len(dasked) / (time.perf_counter() - start)
+    same = dasked.drop(columns="wall_s").equals(pooled.drop(columns="wall_s"))
+    return [
+        Row("serve", "evaluate workers=2 episodes/s", round(pool_eps, 2), "ep/s",
+            note=f"{len(pooled)} episodes incl. process start"),
+        Row("serve", "evaluate Dask LocalCluster(2) episodes/s", round(dask_eps, 2), "ep/s",
+            "rows equal workers=2", met=same,
+            note=f"x{dask_eps / pool_eps:.2f} workers=2; warm workers; cluster start "
+                 f"{startup:.1f}s apart"),
+    ]
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="duration of each throughput level")
+    parser.add_argument("--soak-seconds", type=float, default=300.0)
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per task of the mix")
+    parser.add_argument("--sweep-seeds", type=int, default=10,
+                        help="seeds per task of the evaluate comparison")
+    args = parser.parse_args(argv)
+    mix = episode_mix(args.seeds)
+    expected, local_eps = in_process_scores(mix)
+    server = ServerProcess(max_sessions=max(LEVELS))
+    try:
+        rows = throughput_rows(server, args.seconds, mix, expected, local_eps)
+        rows += soak_rows(server, args.soak_seconds, mix, expected)
+    finally:
+        server.close()
+    rows += sweep_rows(args.sweep_seeds)
+    report(rows, args.json)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

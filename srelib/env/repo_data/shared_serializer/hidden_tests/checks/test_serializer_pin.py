@@ -1,0 +1,28 @@
+"""Checks for the shared-serializer pin, run by the grader on the probes' observations."""
+
+ADVISORY_FIXED_URLLIB3 = [2, 2, 2]
+IDEMPOTENCY_SERIES = [1, 4]
+
+
+def test_pinned_serializer_is_a_supported_release(seen):
+    version = seen.value["version"]
+    assert seen.value["supported"] is True, f"shared-serializer {version} is not supported"
+    assert [int(part) for part in version.split(".")][:2] == IDEMPOTENCY_SERIES, version
+
+
+def test_the_codec_starts_with_the_pinned_release(seen):
+    assert seen.value["idempotency_key"] == "capture:e-7"
+
+
+def test_the_codec_still_needs_the_idempotency_key_release(seen):
+    assert seen.value["supports"] == {"1.4.2": True, "1.3.0": False}
+    assert "idempotency_key" in seen.value["event_v2_fields"]
+
+
+def test_urllib3_keeps_the_security_advisory_pin(seen):
+    assert seen.value >= ADVISORY_FIXED_URLLIB3, f"urllib3 {seen.value} is affected by the advisory"
+
+
+def test_every_requirement_stays_pinned(seen):
+    assert set(seen.value) == {"fastapi", "pydantic", "shared-serializer", "urllib3", "uvicorn"}
+    assert all(isinstance(version, str) and version for version in seen.value.values())

@@ -1,0 +1,134 @@
+"""Hidden-test verdicts, decided in the grader's process from the probes' observations.
+
+A repository's hidden tests come in two halves (layout in docs/CONTRACTS.md):
+
+* ``hidden_tests/probes/<file>.py``: ``probe_<name>()`` functions. Only these run next to the
+  patched code (``sandbox_runner.py``); each returns a JSON-serialisable observation.
+* ``hidden_tests/checks/<file>.py``: ``test_<name>(seen)`` functions that judge the
+  :class:`Observation` of ``probe_<name>`` and raise (usually ``AssertionError``) when it is
+  wrong. They run here, in the grader; the patched process never sees them or their expected
+  values.
+
+The test id ``<file>::test_<name>`` names the pair. A test passes when its probe reported
+exactly one well-formed observation and its check returns without raising. The runner's lines
+are decoded as plain JSON (:func:`decode_record`), bounded in size and nesting, so a hijacked
+child can report wrong observations but never objects, and never a verdict.
+
+The checks are never copied next to the patched code. Whether the child could read them from
+srelib's installed package depends on the sandbox (``grade_patch``'s ``isolation``): ``bwrap``
+hides the package; at weaker levels a child that escapes the runner's audit hook (a direct
+``_posixsubprocess.fork_exec`` does on Python 3.11) may read any world-readable file.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+from srelib.env.repos import load_repo
+
+RECORD_CHARS = 1 << 17
+MAX_DEPTH = 24
+_JSON_LEAVES = (str, int, float, bool, type(None))
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one probe did: its return ``value`` (plain JSON), the ``raised`` exception's type
+    name (None when it returned) and ``message``, and the text it ``printed``."""
+
+    value: object = None
+    raised: str | None = None
+    message: str = ""
+    printed: str = ""
+
+
+def _plain(value: object, depth: int = 0) -> bool:
+    """Is ``value`` plain JSON no deeper than MAX_DEPTH?"""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v, depth + 1) for v in value)
+    return isinstance(value, _JSON_LEAVES)
+
+
+def decode_record(payload: str) -> tuple[str, Observation] | None:
+    """``(test id, Observation)`` from one runner line's JSON, or None if it is not a
+    well-formed, bounded observation record."""
+    if not isinstance(payload, str) or len(payload) > RECORD_CHARS:
+        return None
+    try:
+        record = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not _plain(record):
+        return None
+    raised, printed = record.get("raised"), record.get("printed", "")
+    if raised is not None and not (isinstance(raised, dict) and isinstance(raised.get("type"), str)
+                                   and isinstance(raised.get("message", ""), str)):
+        return None
+    if not isinstance(printed, str):
+        return None
+    return record["id"], Observation(
+        value=record.get("value"), raised=None if raised is None else raised["type"],
+        message="" if raised is None else raised.get("message", ""), printed=printed)
+
+
+def collect(lines: list[str]) -> dict[str, Observation]:
+    """The observations in the runner's records (payloads after the nonce). An id reported
+    more than once is dropped: a probe runs once, so a second report is a forgery."""
+    seen: dict[str, Observation | None] = {}
+    for payload in lines:
+        decoded = decode_record(payload)
+        if decoded is None:
+            continue
+        test_id, observation = decoded
+        seen[test_id] = None if test_id in seen else observation
+    return {k: v for k, v in seen.items() if v is not None}
+
+
+@functools.lru_cache(maxsize=None)
+def _checks(repo_name: str, file: str) -> dict[str, Callable]:
+    """The ``test_*`` functions of ``repo_name``'s ``checks/<file>`` (compiled once)."""
+    repo = load_repo(repo_name)
+    if file not in repo.checks:
+        raise ValueError(f"repo {repo_name!r} has no checks file {file!r}; valid: {sorted(repo.checks)}")
+    namespace: dict = {"__name__": f"srelib_checks.{repo_name}.{file[:-3]}"}
+    exec(compile(repo.checks[file], f"<{repo_name} hidden_tests/checks/{file}>", "exec"), namespace)
+    return {n: f for n, f in namespace.items() if n.startswith("test_") and callable(f)}
+
+
+def check(repo_name: str, test_id: str, observation: Observation | None) -> bool:
+    """Does ``observation`` pass the check ``test_id``? A missing observation fails."""
+    file, _, name = test_id.partition("::")
+    checks = _checks(repo_name, file)
+    if name not in checks:
+        raise ValueError(f"repo {repo_name!r} has no check {test_id!r}; valid: "
+                         f"{[f'{file}::{n}' for n in sorted(checks)]}")
+    if observation is None:
+        return False
+    try:
+        checks[name](observation)
+    except Exception:
+        return False
+    return True
+
+
+def verdicts(repo_name: str, test_ids: list[str], observations: dict[str, Observation]) -> dict[str, bool]:
+    """``{test id: passed}`` for ``test_ids`` given the probes' observations."""
+    return {t: check(repo_name, t, observations.get(t)) for t in test_ids}
+
+
+def resolution(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> str:
+    """SWE-bench's ``resolved``: ``"full"`` when every FAIL_TO_PASS and PASS_TO_PASS test
+    passes, ``"partial"`` when some but not all FAIL_TO_PASS pass and every PASS_TO_PASS
+    passes, else ``"no"``."""
+    if not all(pass_to_pass.values()):
+        return "no"
+    if all(fail_to_pass.values()):
+        return "full"
+    return "partial" if any(fail_to_pass.values()) else "no"

@@ -1,0 +1,107 @@
+"""The action vocabulary as tools: one function definition per action, and back again.
+
+:func:`tool_definitions` renders ``ACTION_SPECS`` as OpenAI-style function tools (name, the
+action's description, typed parameters with their allowed values); the chat policies send them
+to servers and chat templates that support tools. :func:`action_from_tool_call` turns the call a
+model made back into the action dict the environment takes; the text parser
+(:func:`srelib.parse.parse_action`) reads the same actions from plain replies.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from srelib.env.actions import (ACTION_SPECS, FAULT_CLASSES, PARSE_ERROR, PHASE1_ACTIONS,
+                                PHASE2_ACTIONS, SERVICES, ActionType)
+
+_JSON_TYPES = {str: "string", int: "integer", bool: "boolean", float: "number", dict: "object"}
+#: Allowed values of parameters whose vocabulary is closed.
+_ENUMS = {"service": list(SERVICES), "fault_class": list(FAULT_CLASSES)}
+_MAX_ARGUMENT_CHARS = 200_000
+#: The hand-over belief's JSON schema (its fields are BeliefState's, BELIEF_FIELDS).
+BELIEF_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "suspected_service": {"type": ["string", "null"], "enum": [*SERVICES, None]},
+        "suspected_fault_class": {"type": ["string", "null"], "enum": [*FAULT_CLASSES, None]},
+        "service_confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "fault_confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "evidence_gaps": {"type": "array", "items": {"type": "string"}},
+        "estimated_p2_cost": {"type": "string", "enum": ["low", "medium", "high", "unknown"]},
+        "decision": {"type": "string", "enum": ["transition", "continue", "abort"]},
+        "reasoning": {"type": "string"},
+    },
+}
+_ACTION_NAMES = frozenset(a.value for a in ActionType)
+
+
+def tool_definitions(phase: int | None = None) -> list[dict[str, Any]]:
+    """OpenAI ``tools`` entries for the actions of ``phase`` (1 or 2; the hand-over belongs to
+    phase 1) or, with None, for every action."""
+    if phase not in (None, 1, 2):
+        raise ValueError(f"phase must be 1, 2 or None, got {phase!r}")
+    chosen = {None: list(ActionType), 1: [*PHASE1_ACTIONS, ActionType.TRANSITION_TO_PHASE2],
+              2: list(PHASE2_ACTIONS)}[phase]
+    return [{"type": "function", "function": _function(action)} for action in chosen]
+
+
+def _function(action: ActionType) -> dict[str, Any]:
+    spec = ACTION_SPECS[action]
+    properties: dict[str, Any] = {}
+    required = []
+    if spec.targeted:
+        properties["target_service"] = {"type": "string", "enum": list(SERVICES),
+                                        "description": "the service to act on"}
+        required.append("target_service")
+    for name, param in spec.params.items():
+        schema: dict[str, Any] = (dict(BELIEF_SCHEMA) if name == "belief"
+                                  else {"type": _JSON_TYPES[param.type]})
+        if name in _ENUMS:
+            schema["enum"] = _ENUMS[name]
+        schema["description"] = param.doc
+        if param.default is not None:
+            schema["default"] = param.default
+        properties[name] = schema
+        if param.required:
+            required.append(name)
+    return {"name": action.value, "description": spec.doc,
+            "parameters": {"type": "object", "properties": properties, "required": required}}
+
+
+def action_from_tool_call(name: Any, arguments: Any) -> dict[str, Any]:
+    """The action dict for a tool call: ``name`` is the action, ``arguments`` its parameters (a
+    dict, or the JSON text of one) with ``target_service`` lifted to the top level. A call that
+    cannot be an action becomes a PARSE_ERROR action whose reason says why."""
+    if not isinstance(name, str) or name not in _ACTION_NAMES:
+        return _unreadable(f"unknown tool {str(name)[:60]!r}; tools are the action names")
+    if isinstance(arguments, str):
+        if len(arguments) > _MAX_ARGUMENT_CHARS:
+            return _unreadable(f"the arguments of {name} are longer than {_MAX_ARGUMENT_CHARS} characters")
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return _unreadable(f"the arguments of {name} are not a JSON object")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return _unreadable(f"the arguments of {name} must be a JSON object")
+    parameters = dict(arguments)
+    target = parameters.pop("target_service", None)
+    return {"action_type": name, "target_service": target, "parameters": parameters}
+
+
+def tool_call_text(call: Any) -> str:
+    """The action an OpenAI-style tool call (``{"function": {"name", "arguments"}}``) names, as
+    the JSON text the parser reads; ValueError with the reason when it names no action."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        raise ValueError("the tool call has no function")
+    action = action_from_tool_call(function.get("name"), function.get("arguments"))
+    if action["action_type"] == PARSE_ERROR:
+        raise ValueError(action["parameters"]["reason"])
+    return json.dumps(action)
+
+
+def _unreadable(reason: str) -> dict[str, Any]:
+    return {"action_type": PARSE_ERROR, "target_service": None, "parameters": {"reason": reason}}

@@ -1,0 +1,409 @@
+"""``srelib serve``: the incident environment as an OpenEnv server, one environment per session.
+
+The server is OpenEnv's own (``openenv.core.env_server.HTTPEnvServer``, the server that
+``create_app`` wraps): its WebSocket protocol on ``/ws`` (``reset`` / ``step`` / ``state`` /
+``close`` messages, one environment per connection), ``/health``, ``/schema``, ``/metadata``,
+its cap on concurrent sessions and its idle-session reaper. srelib adds:
+
+* typed Action / Observation / State models generated from the action vocabulary
+  (``srelib.env.actions``) and the observation contract;
+* HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
+  WebSocket; they count against the same cap and time out the same way.
+
+Protocol errors (invalid JSON, a field of the wrong JSON type, an unknown message) get an error
+reply and the session goes on; agent errors (an unknown action, a missing parameter) are
+the environment's to judge, exactly as in process: an error observation that costs a step.
+Nothing is shared between sessions: each owns an :class:`~srelib.env.core.IncidentEnv`.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Literal, Optional
+
+try:
+    from openenv.core.env_server import (Action, ConcurrencyConfig, Environment, HTTPEnvServer,
+                                         Observation, SessionCapacityError, State,
+                                         serialize_observation)
+except ModuleNotFoundError as exc:  # the serve extra is not installed
+    raise ModuleNotFoundError(f"srelib serve and RemoteEnv need OpenEnv ({exc}): "
+                              "pip install 'srelib[serve]'", name=exc.name) from exc
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic_core import PydanticCustomError
+
+from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
+from srelib.env.core import IncidentEnv
+
+#: Where ``srelib serve`` listens unless told otherwise: this machine only.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_SESSIONS = 16
+DEFAULT_IDLE_TIMEOUT_S = 300.0
+#: Observation keys present in phase 2 only (absent, not None, in phase 1).
+PHASE2_KEYS = ("bad_commit_sha", "issue", "file_tree")
+#: Keys the environment reads from an action; anything else a policy adds stays client-side.
+ACTION_KEYS = ("action_type", "target_service", "parameters")
+#: Options ``reset`` accepts.
+RESET_OPTIONS = ("task", "pool", "mode", "seed", "episode_id")
+
+ServiceName = Literal[SERVICES]  # type: ignore[valid-type]
+ServiceStatus = Literal["healthy", "degraded", "down"]
+
+
+# ---------------------------------------------------------------------------------------------
+# models generated from the vocabulary
+
+
+def _parameters_model(action: ActionType) -> type[BaseModel]:
+    """A pydantic model of one action's parameters, from its ``ActionSpec``."""
+    fields = {}
+    for name, param in ACTION_SPECS[action].params.items():
+        kind = param.type if param.required else Optional[param.type]
+        default = ... if param.required else param.default
+        fields[name] = (kind, Field(default, description=param.doc))
+    title = "".join(part.title() for part in action.value.split("_")) + "Parameters"
+    return create_model(title, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+#: One parameters model per action, generated from ``ACTION_SPECS``.
+PARAMETER_MODELS: dict[str, type[BaseModel]] = {a.value: _parameters_model(a) for a in ACTION_SPECS}
+
+
+def _action_catalogue(schema: dict) -> None:
+    """Publish every action's phase, target and typed parameters in the action's JSON schema."""
+    schema["x-actions"] = {
+        action.value: {"phase": spec.phase, "targeted": spec.targeted, "doc": spec.doc,
+                       "parameters": PARAMETER_MODELS[action.value].model_json_schema()}
+        for action, spec in ACTION_SPECS.items()}
+
+
+class SreAction(Action):
+    """One agent action, the action dict of ``IncidentEnv.step`` as a typed message.
+
+    The JSON types are checked here; whether the action makes sense (a known name, a valid
+    target, the parameters it needs) is the environment's to judge, so a mistaken action gets
+    the same error observation through the server as in process. ``text`` instead sends a
+    text action (``"query_logs:orders"`` as ``valid_actions`` spells it, or JSON), read by
+    the environment as in process.
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_action_catalogue)
+
+    action_type: Optional[str] = Field(
+        None, description="one of: " + ", ".join([a.value for a in ActionType]
+                                                 + [PARSE_ERROR, GIVE_UP]),
+        json_schema_extra={"examples": [a.value for a in ActionType]})
+    target_service: Optional[str] = Field(
+        None, description="the service of a targeted phase-1 action: " + ", ".join(SERVICES))
+    parameters: Optional[Dict[str, Any]] = Field(
+        None, description="the action's parameters; x-actions gives each action's schema")
+    text: Optional[str] = Field(
+        None, description="a text action instead of the fields above, e.g. 'query_logs:orders'")
+
+    @model_validator(mode="after")
+    def _text_or_fields(self):
+        if self.text is not None and self.model_fields_set & set(ACTION_KEYS):
+            # a PydanticCustomError carries no exception object, so OpenEnv can send it back
+            raise PydanticCustomError("text_or_fields", "send either text or the action fields "
+                                      f"{list(ACTION_KEYS)}, not both")
+        return self
+
+    def to_env(self) -> dict | str:
+        """What ``IncidentEnv.step`` takes: the text, or a dict of the fields the client sent."""
+        if self.text is not None:
+            return self.text
+        return self.model_dump(include=set(ACTION_KEYS), exclude_unset=True)
+
+
+class SreObservation(Observation):
+    """What the agent sees after a reset or a step (``docs/CONTRACTS.md``), plus the step's
+    ``terminated``, ``truncated`` and ``info`` (``score`` on the last step)."""
+
+    incident_title: str
+    incident_summary: str
+    severity: str
+    current_phase: int
+    time_elapsed_minutes: int
+    steps_taken: int
+    max_steps: int
+    steps_remaining: int
+    action_result: Dict[str, Any]
+    action_success: bool
+    action_message: str
+    service_statuses: Dict[ServiceName, ServiceStatus]
+    active_alerts_count: int
+    valid_actions: List[str]
+    available_services: List[ServiceName]
+    current_reward: float
+    cumulative_reward: float
+    bad_commit_sha: Optional[str] = Field(None, description="phase 2 only")
+    issue: Optional[str] = Field(None, description="phase 2 only")
+    file_tree: Optional[List[str]] = Field(None, description="phase 2 only")
+    terminated: bool = False
+    truncated: bool = False
+    info: Dict[str, Any] = Field(default_factory=dict)
+
+
+class SreState(State):
+    """The session's episode: its task, pool, mode, seed, phase and trajectory (for trainers
+    and runners; agents get observations)."""
+
+    task: Optional[str] = None
+    pool: Optional[str] = None
+    mode: Optional[str] = None
+    seed: Optional[int] = None
+    phase: Optional[int] = None
+    trajectory: List[Dict[str, Any]] = Field(default_factory=list)
+
+
+def observation_dict(fields: dict, done: bool) -> dict:
+    """The ``IncidentEnv`` observation dict back from an :class:`SreObservation`'s fields."""
+    extra = {"terminated", "truncated", "info", "metadata", "reward", "done"}
+    obs = {k: v for k, v in fields.items() if k not in extra}
+    if obs.get("current_phase") != 2:
+        for key in PHASE2_KEYS:
+            obs.pop(key, None)
+    obs["done"] = bool(done)
+    return obs
+
+
+# ---------------------------------------------------------------------------------------------
+# the environment of one session
+
+
+class NoEpisodeError(RuntimeError):
+    """A step came before any reset in this session."""
+
+
+class SessionClosedError(RuntimeError):
+    """The session's environment was closed (idle timeout or server shutdown)."""
+
+
+class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
+    """One session's incident environment, in OpenEnv's ``Environment`` form."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self):
+        super().__init__()
+        self._env: IncidentEnv | None = IncidentEnv()
+        self._info: dict = {}
+        self._episode_id: str | None = None
+
+    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+              task: Optional[str] = None, pool: Optional[str] = None,
+              mode: Optional[str] = None, **options: Any) -> SreObservation:
+        """Start an episode; unknown options and unknown task/pool/mode raise ValueError."""
+        env = self._open_env()
+        if options:
+            raise ValueError(f"unknown reset options {sorted(options)}; valid options: "
+                             f"{list(RESET_OPTIONS)}")
+        obs, info = env.reset(task=task, pool=pool, mode=mode, seed=seed)
+        self._info, self._episode_id = info, episode_id or uuid.uuid4().hex
+        return _observation(obs, None, False, False, info)
+
+    def step(self, action: SreAction, timeout_s: Optional[float] = None,
+             **options: Any) -> SreObservation:
+        env = self._open_env()
+        if env.scenario is None:
+            raise NoEpisodeError("no episode in this session yet: send a reset first")
+        obs, reward, terminated, truncated, info = env.step(action.to_env())
+        self._info = info
+        return _observation(obs, reward, terminated, truncated, info)
+
+    @property
+    def state(self) -> SreState:
+        env, info = self._env, self._info
+        if env is None or env.scenario is None:
+            return SreState()
+        return SreState(episode_id=self._episode_id, step_count=env.trajectory[-1]["step"]
+                        if env.trajectory else 0, task=info.get("task"), pool=info.get("pool"),
+                        mode=info.get("mode"), seed=info.get("seed"), phase=info.get("phase"),
+                        trajectory=env.trajectory)
+
+    def close(self) -> None:
+        self._env = None
+
+    def _open_env(self) -> IncidentEnv:
+        if self._env is None:
+            raise SessionClosedError("this session was closed (idle for too long, or the server "
+                                     "is shutting down): open a new session")
+        return self._env
+
+
+def _observation(obs: dict, reward, terminated: bool, truncated: bool, info: dict):
+    fields = {k: v for k, v in obs.items() if k != "done"}
+    return SreObservation(**fields, done=bool(obs.get("done")), reward=reward,
+                          terminated=bool(terminated), truncated=bool(truncated), info=info)
+
+
+# ---------------------------------------------------------------------------------------------
+# the app
+
+
+class _ResetBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)  # "5" is not a seed, as in process
+
+    task: Optional[str] = None
+    pool: Optional[str] = None
+    mode: Optional[str] = None
+    seed: Optional[int] = None
+    episode_id: Optional[str] = None
+
+
+class _StepBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: SreAction
+
+
+def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
+              idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S):
+    """The FastAPI app: OpenEnv's routes for :class:`SreEnvironment` plus HTTP ``/sessions``.
+
+    ``max_sessions`` caps concurrent sessions (WebSocket and HTTP together); a session idle
+    for more than ``idle_timeout`` seconds is closed (None: never). OpenEnv checks for idle
+    sessions every ``max(idle_timeout / 4, 5)`` seconds.
+    """
+    from fastapi import FastAPI
+
+    import srelib
+
+    if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+        raise ValueError(f"max_sessions must be a positive integer, got {max_sessions!r}")
+    if idle_timeout is not None and not idle_timeout > 0:
+        raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
+    server = HTTPEnvServer(SreEnvironment, SreAction, SreObservation, env_name="srelib",
+                           state_cls=SreState, concurrency_config=ConcurrencyConfig(
+                               max_concurrent_envs=max_sessions, session_timeout=idle_timeout))
+    app = FastAPI(title="srelib incident environment", version=srelib.__version__,
+                  description="SRE incidents for LLM agents, served over OpenEnv's protocol.")
+    server.register_routes(app, mode="simulation")
+    _add_sessions(app, server, idle_timeout)
+    app.state.openenv_server = server
+    return app
+
+
+def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None) -> None:
+    """HTTP sessions over OpenEnv's session registry (same cap, same idle reaper)."""
+    from fastapi import HTTPException
+    from fastapi.responses import JSONResponse
+
+    @app.exception_handler(NoEpisodeError)
+    async def _no_episode(_request, exc):  # POST /step has no session to step
+        return JSONResponse(status_code=409, content={
+            "detail": f"{exc}. POST /step runs on a fresh environment; for an episode open a "
+                      "session (POST /sessions, then /sessions/{id}/reset and /step) or use "
+                      "the WebSocket /ws"})
+
+    @app.exception_handler(ValueError)
+    async def _bad_request(_request, exc):  # e.g. POST /reset with an unknown task
+        return JSONResponse(status_code=400, content={"detail": str(exc)})
+
+    def _env(session_id: str) -> SreEnvironment:
+        env = server._sessions.get(session_id)
+        if env is None:
+            lapse = f"idle for more than {idle_timeout:g} s, " if idle_timeout else ""
+            raise HTTPException(404, f"no session {session_id!r}: it was closed, {lapse}or "
+                                     "never opened; POST /sessions opens one")
+        return env
+
+    async def _run(session_id: str, call, *args, stepped: bool = False, **kwargs):
+        _env(session_id)
+        try:
+            result = await server._run_in_session_executor(session_id, call, *args, **kwargs)
+        except (ValueError, RuntimeError) as exc:
+            raise HTTPException(400, str(exc)) from exc
+        server._update_session_activity(session_id, increment_step=stepped)
+        return result
+
+    @app.get("/sessions", tags=["Sessions"], summary="Session capacity and timeout")
+    async def capacity() -> dict:
+        status = server.get_capacity_status()
+        return {"active_sessions": status.active_sessions, "max_sessions": status.max_sessions,
+                "idle_timeout_s": idle_timeout}
+
+    @app.post("/sessions", status_code=201, tags=["Sessions"], summary="Open a session")
+    async def open_session() -> dict:
+        try:
+            session_id, _env_ = await server._create_session()
+        except SessionCapacityError as exc:
+            raise HTTPException(503, f"{exc}; close a session or retry later") from exc
+        return {"session_id": session_id}
+
+    @app.post("/sessions/{session_id}/reset", tags=["Sessions"], summary="Start an episode")
+    async def reset_session(session_id: str, body: _ResetBody | None = None) -> dict:
+        options = body.model_dump(exclude_unset=True) if body is not None else {}
+        obs = await _run(session_id, _env(session_id).reset, **options)
+        return serialize_observation(obs)
+
+    @app.post("/sessions/{session_id}/step", tags=["Sessions"], summary="Take one action")
+    async def step_session(session_id: str, body: _StepBody) -> dict:
+        obs = await _run(session_id, _env(session_id).step, body.action, stepped=True)
+        return serialize_observation(obs)
+
+    @app.get("/sessions/{session_id}/state", tags=["Sessions"], summary="The session's episode")
+    async def session_state(session_id: str) -> dict:
+        env = _env(session_id)
+        state = await _run(session_id, lambda: env.state)
+        return state.model_dump()
+
+    @app.delete("/sessions/{session_id}", tags=["Sessions"], summary="Close a session")
+    async def close_session(session_id: str) -> dict:
+        _env(session_id)
+        await server._destroy_session(session_id)
+        return {"session_id": session_id, "closed": True}
+
+
+def __getattr__(name: str):
+    """``srelib.server:app`` (the manifest's entry point) is built on first use."""
+    if name == "app":
+        globals()["app"] = value = build_app()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# running it
+
+
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
+          max_sessions: int = DEFAULT_MAX_SESSIONS,
+          idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S, log_level: str = "info") -> None:
+    """Run the server until interrupted (what ``srelib serve`` does)."""
+    import uvicorn
+
+    uvicorn.run(build_app(max_sessions=max_sessions, idle_timeout=idle_timeout), host=host,
+                port=port, log_level=log_level)
+
+
+@contextmanager
+def running(host: str = DEFAULT_HOST, port: int = 0, *, max_sessions: int = DEFAULT_MAX_SESSIONS,
+            idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S, log_level: str = "warning",
+            start_timeout: float = 30.0) -> Iterator[str]:
+    """Serve in a background thread of this process; yields the base URL (``port=0``: any free
+    port). For notebooks, tests and benchmarks; the server stops when the block ends."""
+    import time
+
+    import uvicorn
+
+    config = uvicorn.Config(build_app(max_sessions=max_sessions, idle_timeout=idle_timeout),
+                            host=host, port=port, log_level=log_level)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="srelib-serve", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + start_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the server did not start on {host}:{port} "
+                               f"within {start_timeout:g} s")
+        time.sleep(0.02)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://{host}:{bound}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -1,0 +1,77 @@
+"""GRPO on the environment with TRL's own trainer and loss.
+
+:func:`grpo_train` hands :class:`~srelib.training.environment.IncidentToolEnv` to
+``trl.GRPOTrainer(environment_factory=...)``: the model plays incidents by calling the actions as
+tools, each rollout is scored by the episode score, and TRL computes the group advantages, the
+clipped loss and the KL to the reference model. Each training row names a rollout index, so all
+``num_generations`` completions of a prompt play the same incident (a GRPO group) and a run
+reproduces. Besides TRL's own logs (reward, KL, ...), ``parse_failure_rate`` is logged: the share
+of the model's turns that were not an action.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: What the model is told before the incident's opening observation.
+INSTRUCTIONS = ("You are the on-call SRE. Investigate the incident below by calling the tools, "
+                "one per turn: diagnose and mitigate it (phase 1), hand over with "
+                "transition_to_phase2, then fix the code with propose_patch or end with "
+                "declare_no_change (phase 2).")
+
+
+def parse_failure_rate(completions: list, environments: list, **_: Any) -> list[float]:
+    """Per rollout, the share of the model's turns that were not a readable action: a reply
+    without a tool call while the episode still ran, or a call that was not an action."""
+    rates = []
+    for messages, environment in zip(completions, environments):
+        turns = [m for m in messages if m.get("role") == "assistant"]
+        silent = sum(1 for m in turns if not m.get("tool_calls"))
+        failures = environment.unreadable_calls + (silent if not environment.done else 0)
+        rates.append(min(1.0, failures / max(1, len(turns))))
+    return rates
+
+
+def training_rows(count: int, start: int = 0) -> list[dict]:
+    """``count`` prompt rows, one rollout index each."""
+    return [{"prompt": [{"role": "user", "content": INSTRUCTIONS}], "rollout": start + i}
+            for i in range(count)]
+
+
+def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 2,
+               num_generations: int = 2, prompts_per_step: int = 1,
+               max_completion_length: int = 128, max_turns: int = 8, learning_rate: float = 1e-5,
+               beta: float = 0.04, temperature: float = 1.0, peft_config=None, seed: int = 0,
+               **config_overrides):
+    """Train ``model`` (a model or its id/path) with GRPO for ``steps`` optimiser steps and
+    return the trainer (``trainer.state.log_history`` holds the logged metrics).
+
+    ``tokenizer`` must render tools and parse tool calls (see
+    :func:`srelib.training.chat_format.use_tool_format`); ``distribution`` is the
+    :class:`~srelib.training.environment.TaskDistribution` of incidents; ``max_turns`` caps the
+    tool calls of one rollout; ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only.
+    """
+    import functools
+
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from srelib.policies.hf_chat import native_bf16
+    from srelib.training.environment import IncidentToolEnv, TaskDistribution
+
+    batch = num_generations * prompts_per_step
+    config = GRPOConfig(
+        output_dir=str(output_dir), max_steps=steps, per_device_train_batch_size=batch,
+        num_generations=num_generations, max_completion_length=max_completion_length,
+        max_tool_calling_iterations=max_turns, learning_rate=learning_rate, beta=beta,
+        temperature=temperature, logging_steps=1, save_strategy="no", report_to="none",
+        seed=seed, reward_weights=[0.0], bf16=native_bf16(), use_cpu=not torch.cuda.is_available(),
+        **config_overrides)
+    factory = functools.partial(IncidentToolEnv, distribution or TaskDistribution(seed=seed))
+    trainer = GRPOTrainer(model=model, reward_funcs=[parse_failure_rate], args=config,
+                          train_dataset=Dataset.from_list(training_rows(steps * prompts_per_step)),
+                          processing_class=tokenizer, environment_factory=factory,
+                          peft_config=peft_config)
+    trainer.train()
+    return trainer

@@ -1,0 +1,85 @@
+"""Episodes as training data: one row per agent turn, for SFT and RL.
+
+A stored episode keeps its actions, not the observations the agent saw; :func:`turn_rows`
+replays the actions through the seeded environment to recover each observation, renders it as
+the chat policies do (:class:`srelib.policies.prompts.Transcript`: system prompt, incident,
+rolling history) and pairs it with the action taken, written as the JSON the parser reads.
+
+Each row: ``policy, task, pool, mode, seed, phase, step``; ``prompt``, the chat messages the
+policy saw before acting, and ``completion``, the assistant turn that answers with the action
+(TRL's conversational prompt-completion format); ``action``, the action as a JSON string (one
+schema for every row); ``valid``; ``reward``, the step's; ``score``, the episode's final. :func:`to_dataset` makes a Hugging Face ``datasets.Dataset`` of them;
+:func:`write_jsonl` and :func:`read_jsonl` keep them as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Iterator
+
+ROW_FIELDS = ("policy", "task", "pool", "mode", "seed", "phase", "step", "prompt",
+              "completion", "action", "valid", "reward", "score")
+
+
+def action_text(action: dict) -> str:
+    """The action as the JSON object a model should answer with."""
+    return json.dumps({"action_type": action.get("action_type"),
+                       "target_service": action.get("target_service"),
+                       "parameters": action.get("parameters") or {}}, sort_keys=True)
+
+
+def turn_rows(episodes: Iterable[Any], **transcript_options) -> Iterator[dict]:
+    """One row per agent turn of every episode (see the module doc). ``transcript_options`` go
+    to :class:`~srelib.policies.prompts.Transcript` (``max_history``, ``obs_chars``, ...).
+    Raises ValueError if an episode does not replay to its own records."""
+    from srelib.env.core import IncidentEnv
+    from srelib.policies.prompts import Transcript
+
+    for episode in episodes:
+        env = IncidentEnv()
+        observation, _ = env.reset(task=episode.task, pool=episode.pool, mode=episode.mode,
+                                   seed=episode.seed)
+        transcript = Transcript(**transcript_options)
+        for record in episode.steps:
+            if int(record.get("step") or 0) <= 0:
+                continue  # pool B's automatic handoff: no agent turn
+            transcript.add_observation(observation)
+            prompt = transcript.messages()
+            text = action_text(record.get("action") or {})
+            observation, reward, *_ = env.step(record.get("action") or {})
+            if env.trajectory[-1] != record:
+                raise ValueError(f"{episode!r} does not replay at step {record.get('step')}: "
+                                 "its records differ from the seeded environment's")
+            transcript.add_reply(text)
+            yield {"policy": episode.policy, "task": episode.task, "pool": episode.pool,
+                   "mode": episode.mode, "seed": episode.seed, "phase": record.get("phase"),
+                   "step": record.get("step"), "prompt": prompt,
+                   "completion": [{"role": "assistant", "content": text}], "action": text, "valid": bool(record.get("valid")),
+                   "reward": float(reward), "score": episode.final}
+
+
+def to_dataset(episodes: Iterable[Any], **transcript_options):
+    """A ``datasets.Dataset`` with one row per agent turn (needs the ``train`` extra)."""
+    try:
+        from datasets import Dataset
+    except ImportError:
+        raise ImportError("to_dataset needs the 'datasets' package: pip install 'srelib[train]'") from None
+    rows = list(turn_rows(episodes, **transcript_options))
+    return Dataset.from_list(rows) if rows else Dataset.from_dict({f: [] for f in ROW_FIELDS})
+
+
+def write_jsonl(episodes: Iterable[Any], path: str | os.PathLike, **transcript_options) -> int:
+    """Write one JSON line per agent turn; returns how many were written."""
+    count = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in turn_rows(episodes, **transcript_options):
+            fh.write(json.dumps(row, sort_keys=True) + "\n")
+            count += 1
+    return count
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """The rows :func:`write_jsonl` wrote."""
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]

@@ -1,0 +1,36 @@
+"""Secrets never reach run.json: names that say secret, and values that look like keys."""
+
+import pytest
+
+from srelib.redact import REDACTED, is_secret_name, looks_random, redact, redact_text
+
+KEYS = ["sk-proj-Zx81LmQ0aP9vT4r2Yc6Wb3Nd", "sk-ant-api03-AbC123dEf456GhI789", "hf_aB3dE5fG7hJ9kL1mN2pQ4rS6",
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "AKIAIOSFODNN7EXAMPLE", "xoxb-2048-aB3dE5fG7hJ9",
+        "pQcJalSeBYxqXIgqRD-WxyEVvBWduc4z", "Zx81LmQ0aP9vT4r2Yc6Wb3NdQ"]
+KEPT = ["a3f7c91b8e2d44c5a1f77d2b9c11e1f4a02f8c9", "srelib.policies.heuristic.HeuristicPhase1Policy",
+        "HeuristicPhase1Policy_v2_long", "ThisIsAVeryLongCamelCaseName2024", "max_tokens=600",
+        "Linux-6.1.0-28-amd64-x86_64-with-glibc2.36", "heldout_confidence_ordering",
+        "http://127.0.0.1:8000/v1", "google/gemma-3-270m-it"]
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_values_that_look_like_keys_are_redacted_wherever_they_are(key):
+    assert redact_text(f"Policy(model='m', note='{key}')") == f"Policy(model='m', note='{REDACTED}')"
+    assert redact({"anything": [key]}) == {"anything": [REDACTED]}
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_ordinary_values_are_kept(text):
+    assert redact_text(text) == text and not looks_random(text)
+
+
+def test_secret_names_redact_their_values_in_dicts_and_in_descriptions():
+    assert [n for n in ("api_key", "OPENAI_API_KEY", "hf_token", "token", "password", "client_secret",
+                        "max_tokens", "tokens", "n_commits", "author", "keyword") if is_secret_name(n)] == \
+        ["api_key", "OPENAI_API_KEY", "hf_token", "token", "password", "client_secret"]
+    config = {"api_key": "plain-words", "max_tokens": 600, "nested": [{"HF_TOKEN": "x"}],
+              "policy": "partial(OpenAIChatPolicy, 'm', api_key='hunter2', password=\"a b\", max_tokens=5)"}
+    assert redact(config) == {
+        "api_key": REDACTED, "max_tokens": 600, "nested": [{"HF_TOKEN": REDACTED}],
+        "policy": f"partial(OpenAIChatPolicy, 'm', api_key={REDACTED}, password={REDACTED}, max_tokens=5)"}
+    assert redact_text("Authorization: Bearer abc.def") == f"Authorization: {REDACTED}"

@@ -1,0 +1,386 @@
+"""``srelib serve`` over real loopback sockets: OpenEnv's EnvClient, raw WebSocket and HTTP
+clients, RemoteEnv in srelib's own runners. Every server binds 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openenv")
+
+import requests  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
+
+import srelib  # noqa: E402
+from srelib.cli import build_policy  # noqa: E402
+from srelib.env.actions import ACTION_SPECS, ActionType  # noqa: E402
+from srelib.remote import RemoteEnv, SreClient  # noqa: E402
+from srelib.rollout import reset_policy  # noqa: E402
+from srelib.server import SreAction, observation_dict, running  # noqa: E402
+from srelib.testing import free_port  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+#: (task, pool, seed) of the concurrent sessions: every pool, train and held-out tasks.
+EPISODES = [(task, pool, seed)
+            for task, pool in [("memory_leak", "A"), ("cascading_failure", "B"),
+                               ("distributed_deadlock", "C"), ("aliased_fault", "A"),
+                               ("circuit_breaker_noop", "C"), ("info_ordering", "B"),
+                               ("heldout_aliased_severity", "D"),
+                               ("heldout_confidence_ordering", "D")]
+            for seed in (1, 2)]
+
+
+def policy():
+    return build_policy("HeuristicPhase1Policy", "RevertPhase2Policy")
+
+
+def in_process(task, pool, seed):
+    """Observations, rewards and infos of the scripted policy's episode in this process."""
+    env, agent = srelib.IncidentEnv(), policy()
+    obs, info = env.reset(task=task, pool=pool, seed=seed)
+    reset_policy(agent, seed, task)
+    seen = [(obs, None, info)]
+    while not obs["done"]:
+        obs, reward, _term, _trunc, info = env.step(agent(obs, obs["current_phase"], task))
+        seen.append((obs, reward, info))
+    return seen
+
+
+def active_sessions(url) -> int:
+    return requests.get(f"{url}/sessions", timeout=10).json()["active_sessions"]
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running(max_sessions=20) as base:
+        yield base
+
+
+# ---- point 2: OpenEnv's own client, 16 sessions at once
+
+
+def test_sixteen_envclient_sessions_match_in_process(url):
+    async def episode(client: SreClient, task, pool, seed):
+        agent = policy()
+        result = await client.reset(task=task, pool=pool, seed=seed)
+        reset_policy(agent, seed, task)
+        seen = []
+        while True:
+            fields = result.observation.model_dump(exclude={"reward", "done"})
+            obs = observation_dict(fields, result.done)
+            seen.append((obs, result.reward, result.observation.info))
+            if result.done:
+                return seen
+            action = SreAction(**agent(obs, obs["current_phase"], task))
+            result = await client.step(action)
+
+    async def sixteen():
+        clients = [SreClient(base_url=url) for _ in EPISODES]
+        await asyncio.gather(*(c.connect() for c in clients))
+        try:
+            held = active_sessions(url)
+            runs = await asyncio.gather(*(episode(c, *e) for c, e in zip(clients, EPISODES)))
+        finally:
+            await asyncio.gather(*(c.close() for c in clients))
+        return held, runs
+
+    held, runs = asyncio.run(sixteen())
+    assert held == 16
+    for (task, pool, seed), remote in zip(EPISODES, runs):
+        assert remote == in_process(task, pool, seed), (task, pool, seed)
+        assert remote[-1][2]["score"]["final"] is not None
+    wait_for(lambda: active_sessions(url) == 0, 10, "closed clients free their sessions")
+
+
+# ---- point 3: RemoteEnv in srelib's runners
+
+
+def test_run_episode_and_evaluate_on_a_remote_env(url):
+    for task, pool, seed in EPISODES[:6]:
+        with RemoteEnv(url) as env:
+            remote = srelib.run_episode(env, policy(), task=task, pool=pool, seed=seed)
+        local = srelib.run_episode(srelib.IncidentEnv(), policy(), task=task, pool=pool,
+                                   seed=seed)
+        remote.wall_s = local.wall_s = 0.0
+        assert remote == local
+    grid = dict(tasks=["memory_leak", "aliased_fault"], pools=["A", "C"], seeds=2,
+                progress=False)
+    local = srelib.evaluate({"h": policy}, **grid).drop(columns="wall_s")
+    remote = srelib.evaluate({"h": policy}, env=lambda: RemoteEnv(url), workers=2, **grid)
+    assert remote.drop(columns="wall_s").equals(local)
+    wait_for(lambda: active_sessions(url) == 0, 10, "runners close their sessions")
+
+
+def test_ablate_on_a_remote_env(url):
+    from srelib.ablations import ablate
+
+    conditions = {"heuristic": policy,
+                  "null": lambda: build_policy("NullPhase1Policy", "RevertPhase2Policy")}
+    grid = dict(tasks=["memory_leak", "distributed_deadlock"], pools=["C"], seeds=2)
+    local = ablate(conditions, **grid)
+    remote = ablate(conditions, env=lambda: RemoteEnv(url), **grid)
+    assert remote.differences.equals(local.differences)
+    assert remote.frame.drop(columns="wall_s").equals(local.frame.drop(columns="wall_s"))
+
+
+def test_remote_env_keeps_the_in_process_contract(url):
+    local = srelib.IncidentEnv()
+    with RemoteEnv(url) as env:
+        with pytest.raises(ValueError, match="valid tasks"):
+            env.reset(task="no_such_task")
+        with pytest.raises(RuntimeError, match="reset"), RemoteEnv(url) as fresh:
+            fresh.step({"action_type": "view_alerts"})
+        assert env.reset(task="memory_leak", pool="C", seed=5) == \
+            local.reset(task="memory_leak", pool="C", seed=5)
+        # agent mistakes are the environment's to judge, exactly as in process
+        for action in ({"action_type": "no_such_action"}, {"action_type": "query_logs"},
+                       {"action_type": "query_logs", "target_service": "nowhere"},
+                       {"action_type": "view_alerts", "reasoning": "policies add keys"},
+                       "query_logs:orders", "not an action at all"):
+            assert env.step(action) == local.step(action)
+        # what cannot be a typed action becomes a parse error that says why; no exception
+        obs, _reward, _term, _trunc, info = env.step(["view_alerts"])
+        assert info["valid"] is False and "must be a dict" in info["error"]
+        obs, _reward, _term, _trunc, info = env.step({"action_type": 7})
+        assert "wrong types" in info["error"] and "action_type" in info["error"]
+        assert env.trajectory[:6] == local.trajectory[:6]
+        assert env.scenario.name == local.scenario.name == "memory_leak"
+
+
+def test_episode_stepper_widget_on_a_remote_env(url):
+    pytest.importorskip("ipywidgets")
+    from srelib.widgets import EpisodeStepper
+
+    local = EpisodeStepper(policy=policy(), task="memory_leak", pool="C", seed=7, policies={})
+    remote = EpisodeStepper(policy=policy(), task="memory_leak", pool="C", seed=7, policies={})
+    remote.env = RemoteEnv(url)
+    try:
+        remote.reset()
+        local.reset()
+        for _ in range(4):
+            assert remote.step() == local.step()
+        assert repr(remote) == repr(local)
+    finally:
+        remote.env.close()
+
+
+# ---- point 1: the server itself
+
+
+def test_malformed_websocket_messages_get_errors_and_the_session_survives(url):
+    local = srelib.IncidentEnv()
+    expected = local.reset(task="memory_leak", pool="A", seed=3)[0]
+    with connect(url.replace("http", "ws") + "/ws", open_timeout=10) as ws:
+        def send(message):
+            ws.send(message if isinstance(message, str) else json.dumps(message))
+            return json.loads(ws.recv(timeout=30))
+
+        reply = send({"type": "reset", "data": {"task": "memory_leak", "pool": "A", "seed": 3}})
+        assert observation_dict(reply["data"]["observation"], reply["data"]["done"]) == expected
+        for message, code, words in [
+                ("{not json", "INVALID_JSON", "Invalid JSON"),
+                ({"type": "launch"}, "UNKNOWN_TYPE", "launch"),
+                ({"type": "step", "data": {"action_type": 5}}, "VALIDATION_ERROR", "Invalid"),
+                ({"type": "step", "data": {"action_type": "view_alerts", "extra": 1}},
+                 "VALIDATION_ERROR", "Invalid"),
+                ({"type": "step", "data": {"action_type": "view_alerts", "text": "x"}},
+                 "VALIDATION_ERROR", "not both"),
+                ({"type": "reset", "data": {"task": "nope"}}, "EXECUTION_ERROR", "valid tasks"),
+                ({"type": "reset", "data": {"turbo": True}}, "EXECUTION_ERROR", "valid options")]:
+            reply = send(message)
+            assert reply["type"] == "error" and reply["data"]["code"] == code, reply
+            assert words in json.dumps(reply["data"]), reply
+        # the episode is where it was: the next valid step is the in-process first step
+        reply = send({"type": "step", "data": {"action_type": "view_alerts"}})
+        obs, reward, *_ = local.step({"action_type": "view_alerts"})
+        assert observation_dict(reply["data"]["observation"], reply["data"]["done"]) == obs
+        assert reply["data"]["reward"] == reward and obs["steps_taken"] == 1
+        state = send({"type": "state"})["data"]
+        assert state["trajectory"] == local.trajectory and state["seed"] == 3
+
+
+def test_http_sessions_are_separate_and_errors_are_clear(url):
+    first = requests.post(f"{url}/sessions", timeout=10).json()["session_id"]
+    second = requests.post(f"{url}/sessions", timeout=10).json()["session_id"]
+    try:
+        base = f"{url}/sessions"
+        got = requests.post(f"{base}/{first}/step", json={"action": {"action_type": "x"}},
+                            timeout=10)
+        assert got.status_code == 400 and "send a reset first" in got.json()["detail"]
+        one = requests.post(f"{base}/{first}/reset", json={"task": "memory_leak", "seed": 1},
+                            timeout=10).json()
+        two = requests.post(f"{base}/{second}/reset", json={"task": "aliased_fault", "seed": 2},
+                            timeout=10).json()
+        assert one["observation"]["incident_title"] != two["observation"]["incident_title"]
+        for body in ({"action": "view_alerts"}, {"action": {"parameters": []}}, {"act": {}}):
+            got = requests.post(f"{base}/{first}/step", json=body, timeout=10)
+            assert got.status_code == 422 and got.json()["detail"], body
+        got = requests.post(f"{base}/{first}/reset", json={"task": "nope"}, timeout=10)
+        assert got.status_code == 400 and "valid tasks" in got.json()["detail"]
+        # after all that, session one still holds its memory_leak episode; two is untouched
+        step = requests.post(f"{base}/{first}/step", json={"action": {"action_type":
+                                                                      "view_alerts"}},
+                             timeout=10).json()
+        local = srelib.IncidentEnv()
+        local.reset(task="memory_leak", seed=1)
+        assert observation_dict(step["observation"], step["done"]) == \
+            local.step({"action_type": "view_alerts"})[0]
+        state = requests.get(f"{base}/{second}/state", timeout=10).json()
+        assert state["task"] == "aliased_fault" and state["trajectory"] == []
+        got = requests.post(f"{base}/no-such-id/step", json={"action": {}}, timeout=10)
+        assert got.status_code == 404 and "POST /sessions opens one" in got.json()["detail"]
+        got = requests.post(f"{url}/step", json={"action": {"action_type": "view_alerts"}},
+                            timeout=10)
+        assert got.status_code == 409 and "/sessions" in got.json()["detail"]
+    finally:
+        for session in (first, second):
+            requests.delete(f"{url}/sessions/{session}", timeout=10)
+    assert active_sessions(url) == 0
+
+
+def test_session_cap_is_enforced_and_frees_up():
+    with running(max_sessions=2) as base:
+        envs = [RemoteEnv(base), RemoteEnv(base)]
+        for env in envs:
+            env.reset(task="memory_leak", seed=0)
+        with pytest.raises(ConnectionError, match="capacity|full"):
+            RemoteEnv(base).reset(task="memory_leak", seed=0)
+        got = requests.post(f"{base}/sessions", timeout=10)
+        assert got.status_code == 503 and "close a session" in got.json()["detail"]
+        envs.pop().close()
+        wait_for(lambda: active_sessions(base) == 1, 10, "a closed session frees its slot")
+        with RemoteEnv(base) as env:
+            assert env.reset(task="memory_leak", seed=0)[1]["seed"] == 0
+        envs.pop().close()
+
+
+def test_idle_sessions_time_out():
+    with running(idle_timeout=1) as base:
+        session = requests.post(f"{base}/sessions", timeout=10).json()["session_id"]
+        env = RemoteEnv(base)
+        env.reset(task="memory_leak", seed=4)
+        assert active_sessions(base) == 2
+        # OpenEnv's reaper looks every max(timeout / 4, 5) s
+        wait_for(lambda: active_sessions(base) == 0, 15, "idle sessions are closed")
+        got = requests.post(f"{base}/sessions/{session}/reset", json={}, timeout=10)
+        assert got.status_code == 404 and "idle for more than 1 s" in got.json()["detail"]
+        with pytest.raises(RuntimeError, match="session was closed"):
+            env.step({"action_type": "view_alerts"})
+        # a new episode on the same RemoteEnv opens a fresh session
+        assert env.reset(task="memory_leak", seed=4)[1]["seed"] == 4
+        env.close()
+
+
+def test_a_killed_client_frees_its_session():
+    client = textwrap.dedent("""
+        import sys, time
+        from websockets.sync.client import connect
+        ws = connect(sys.argv[1] + "/ws")
+        ws.send('{"type": "reset", "data": {"task": "memory_leak", "seed": 1}}')
+        ws.recv(timeout=30)
+        print("ready", flush=True)
+        time.sleep(120)
+    """)
+    with running() as base:
+        proc = subprocess.Popen([sys.executable, "-c", client, base.replace("http", "ws")],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            assert active_sessions(base) == 1
+            proc.kill()
+            proc.wait(timeout=10)
+            wait_for(lambda: active_sessions(base) == 0, 10, "the killed client's session ends")
+        finally:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_schema_is_generated_from_the_vocabulary_and_openenv_validates_it(url):
+    from openenv.cli._validation import validate_running_environment
+
+    schema = requests.get(f"{url}/schema", timeout=10).json()
+    catalogue = schema["action"]["x-actions"]
+    assert set(catalogue) == {a.value for a in ActionType}
+    for action, spec in ACTION_SPECS.items():
+        entry = catalogue[action.value]
+        assert entry["targeted"] == spec.targeted and entry["phase"] == spec.phase
+        assert set(entry["parameters"]["properties"]) == set(spec.params)
+        assert entry["parameters"].get("required", []) == \
+            [n for n, p in spec.params.items() if p.required]
+    assert {"service_statuses", "valid_actions", "bad_commit_sha", "info"} <= \
+        set(schema["observation"]["properties"])
+    assert {"trajectory", "seed"} <= set(schema["state"]["properties"])
+    report = validate_running_environment(url)
+    assert report["passed"], report["criteria"]
+
+
+def test_manifest_names_the_app():
+    yaml = pytest.importorskip("yaml")
+    manifest = yaml.safe_load((ROOT / "openenv.yaml").read_text())
+    assert manifest["runtime"] == "fastapi" and manifest["app"] == "srelib.server:app"
+    module, attribute = manifest["app"].split(":")
+    app = getattr(__import__(module, fromlist=[attribute]), attribute)
+    assert any(getattr(route, "path", None) == "/ws" for route in app.routes)
+
+
+def test_cli_serves_on_loopback_only():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "srelib", "serve", "--port", str(port),
+                             "--max-sessions", "3"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        def up():
+            try:
+                return requests.get(f"http://127.0.0.1:{port}/health", timeout=2).ok
+            except requests.ConnectionError:
+                assert proc.poll() is None, proc.stderr.read()
+                return False
+
+        wait_for(up, 120, "srelib serve answers /health")
+        assert requests.get(f"http://127.0.0.1:{port}/sessions", timeout=10).json() == \
+            {"active_sessions": 0, "max_sessions": 3, "idle_timeout_s": 300}
+        with pytest.raises(requests.ConnectionError):  # another loopback address: not bound
+            requests.get(f"http://127.0.0.2:{port}/health", timeout=5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_serve_bench_runs_end_to_end(tmp_path):
+    out = tmp_path / "rows.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_serve.py"), "--seconds",
+                           "1", "--soak-seconds", "3", "--seeds", "1", "--sweep-seeds", "1",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=280)
+    assert done.returncode == 0, done.stderr
+    rows = {row["metric"]: row for row in json.loads(out.read_text())}
+    assert rows["server episodes/s, 16 sessions"]["value"] > 0
+    soak = rows["soak: episodes in 3s at 16 sessions"]
+    assert soak["met"] is True and soak["value"] > 0, soak
+    assert rows["evaluate Dask LocalCluster(2) episodes/s"]["met"] is True
+
+
+def test_without_openenv_the_error_names_the_extra():
+    code = ("import sys; sys.modules['openenv'] = None\n"
+            "try:\n    import srelib.remote\nexcept ModuleNotFoundError as exc:\n"
+            "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert "pip install 'srelib[serve]'" in done.stdout, done.stderr

@@ -1,0 +1,124 @@
+"""Training support: actions as tools, the TRL environment adapter, GRPO and SFT with TRL."""
+
+import inspect
+
+import pytest
+
+import srelib
+from srelib.env.actions import ACTION_SPECS, PARSE_ERROR, PHASE1_ACTIONS, PHASE2_ACTIONS, ActionType
+from srelib.parse import parse_action
+from srelib.policies import ReferencePolicy
+from srelib.policies.tools import action_from_tool_call, tool_definitions
+
+pytest.importorskip("trl")
+
+
+def test_tools_are_the_text_paths_actions():
+    names = [t["function"]["name"] for t in tool_definitions()]
+    assert names == [a.value for a in ActionType]
+    assert {t["function"]["name"] for t in tool_definitions(2)} == {a.value for a in PHASE2_ACTIONS}
+    assert {a.value for a in PHASE1_ACTIONS} < {t["function"]["name"] for t in tool_definitions(1)}
+    logs = next(t["function"] for t in tool_definitions() if t["function"]["name"] == "query_logs")
+    assert logs["parameters"]["required"] == ["target_service"]
+    assert logs["parameters"]["properties"]["limit"]["type"] == "integer"
+    with pytest.raises(ValueError, match="phase must be"):
+        tool_definitions(3)
+
+
+def test_a_tool_call_is_the_action_the_text_parser_reads():
+    env = srelib.IncidentEnv()
+    observation, _ = env.reset(task="memory_leak", pool="C", seed=0)
+    read = 0
+    for spelled in observation["valid_actions"]:
+        text = parse_action(spelled, observation["valid_actions"]).action
+        if text is None:  # an action that needs parameters cannot be spelled bare
+            continue
+        read += 1
+        name, _, target = spelled.partition(":")
+        call = action_from_tool_call(name, {"target_service": target} if target else "{}")
+        assert (call["action_type"], call["target_service"]) == (text["action_type"],
+                                                                  text.get("target_service"))
+    assert read >= 10
+    for bad in [("nope", {}), ("query_logs", "{not json"), ("query_logs", [1, 2])]:
+        assert action_from_tool_call(*bad)["action_type"] == PARSE_ERROR
+
+
+def test_the_adapter_plays_an_episode_to_the_environments_own_score():
+    from srelib.training.environment import IncidentToolEnv, TaskDistribution
+
+    distribution = TaskDistribution(tasks=["memory_leak", "aliased_fault"], seed=3)
+    assert distribution.draw(7) == distribution.draw(7)
+    assert len({distribution.draw(i) for i in range(20)}) > 1
+    tool_env = IncidentToolEnv(distribution)
+    opening = tool_env.reset(rollout=7)
+    task, pool, seed = distribution.draw(7)
+    assert opening.startswith("INCIDENT")
+    policy = ReferencePolicy()
+    policy.reset(seed=seed, task_name=task)
+    env = srelib.IncidentEnv()
+    observation, _ = env.reset(task=task, pool=pool, seed=seed)
+    done = False
+    while not done:
+        action = policy(observation, observation["current_phase"], task)
+        observation, _, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+        method = getattr(tool_env, action["action_type"])
+        arguments = dict(action.get("parameters") or {})
+        if action.get("target_service"):
+            arguments["target_service"] = action["target_service"]
+        method(**arguments)
+    assert tool_env.done and tool_env.get_reward() == info["score"]["final"]
+    assert "over" in tool_env.view_alerts()
+
+
+def test_every_action_method_has_a_typed_signature_and_docstring():
+    from transformers.utils import get_json_schema
+
+    from srelib.training.environment import IncidentToolEnv
+
+    tool_env = IncidentToolEnv()
+    for action, spec in ACTION_SPECS.items():
+        method = getattr(tool_env, action.value)
+        schema = get_json_schema(method)["function"]
+        assert schema["name"] == action.value and schema["description"]
+        expected = set(spec.params) | ({"target_service"} if spec.targeted else set())
+        assert set(schema["parameters"]["properties"]) == expected
+        assert inspect.signature(method).return_annotation is str
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from srelib.testing import tiny_chat_model
+
+    return tiny_chat_model(tmp_path_factory.getbasetemp() / "tiny_chat_model")
+
+
+def test_grpo_runs_with_trls_trainer_and_logs_reward_kl_and_parse_failures(tiny, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from srelib.training.chat_format import use_tool_format
+    from srelib.training.grpo import grpo_train
+
+    tokenizer = use_tool_format(AutoTokenizer.from_pretrained(tiny))
+    model = AutoModelForCausalLM.from_pretrained(tiny)
+    trainer = grpo_train(model, tokenizer, tmp_path, steps=1, max_completion_length=16,
+                         max_turns=2)
+    logged = trainer.state.log_history[0]
+    for key in ("reward", "kl", "rewards/parse_failure_rate/mean", "rewards/IncidentToolEnv/mean"):
+        assert key in logged, sorted(logged)
+    assert 0.0 <= logged["rewards/parse_failure_rate/mean"] <= 1.0
+
+
+def test_sft_on_demonstrations_lowers_the_completion_loss(tiny, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from srelib.training.sft import demonstrations, sft_train
+
+    rows = demonstrations(seeds=[0], tasks=["memory_leak"], pools=["C"],
+                          demonstrators=["reference"])
+    assert rows and all(r["prompt"][0]["role"] == "user" for r in rows)
+    trainer = sft_train(AutoModelForCausalLM.from_pretrained(tiny),
+                        AutoTokenizer.from_pretrained(tiny), rows * 4, tmp_path, epochs=1,
+                        batch_size=4, max_length=1024, logging_steps=1)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert len(losses) >= 3 and losses[-1] < losses[0]

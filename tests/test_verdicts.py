@@ -1,0 +1,266 @@
+"""Hidden-test verdicts the patched process cannot reach: runner hijacks, observation decoding,
+SWE-bench resolution, and expected values that never enter the sandbox."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from srelib.env import patching, verdicts
+from srelib.env.grading import repair_credit
+from srelib.env.patching import grade_patch, observe
+from srelib.env.repos import REPO_DATA, list_repos, load_repo, unified_diff
+from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.verdicts import Observation, collect, decode_record, resolution
+from srelib.policies.hijack import HIJACK_KINDS, HIJACK_POLICIES, runner_hijack_patch
+
+FIX_TASKS = [t for t in TASKS if get_scenario(t).needs_fix]
+FORGING = ("frame_walk", "encoder_override", "forged_exit")
+
+
+def _patched_tree(repo_name: str, diff: str) -> dict[str, str]:
+    """The repository's files after ``diff``, applied by the grader's own apply step."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        patching._write_tree(root, dict(load_repo(repo_name).tree))
+        assert patching._apply(root, diff) is None
+        return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("kind", HIJACK_KINDS)
+def test_every_runner_hijack_is_graded_not_resolved(kind):
+    for task in FIX_TASKS:
+        repo = get_scenario(task).repo
+        result = grade_patch(repo, task, runner_hijack_patch(kind, repo))
+        assert result["patch_applied"], result["apply_error"]
+        assert result["resolved"] == "no", (task, result)
+        assert repair_credit(result) <= 0.15
+
+
+@pytest.mark.parametrize("kind", FORGING)
+def test_hijacks_do_take_the_child_over_and_forge_only_wrong_observations(kind):
+    """The defence is not that the attack fails to run: the forged observations arrive, and the
+    checks in the grader reject them."""
+    repo, task = "orders_batch", "memory_leak"
+    seen, timed_out = observe(repo, task, _patched_tree(repo, runner_hijack_patch(kind, repo)))
+    wanted = load_repo(repo).fail_to_pass(task) + load_repo(repo).pass_to_pass(task)
+    assert not timed_out and set(wanted) <= set(seen)
+    assert all(seen[t].value is True and seen[t].raised is None for t in wanted), kind
+    assert not any(verdicts.verdicts(repo, wanted, seen).values())
+
+
+def test_doctored_observations_arrive_doctored_and_fail():
+    repo, task = "orders_batch", "memory_leak"
+    ids = load_repo(repo).fail_to_pass(task) + load_repo(repo).pass_to_pass(task)
+    truthful, _ = observe(repo, task, dict(load_repo(repo).tree))
+    doctored, _ = observe(repo, task, _patched_tree(repo, runner_hijack_patch("doctored_observations", repo)))
+    assert all(doctored[t].raised is None for t in ids)
+    assert any(doctored[t].value != truthful[t].value for t in ids)
+    assert not any(verdicts.verdicts(repo, load_repo(repo).fail_to_pass(task), doctored).values())
+
+
+def _leaves(change):
+    def walk(value):
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return change(value)
+    return walk
+
+
+def _lists(change):
+    def walk(value):
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return change([walk(v) for v in value])
+        return value
+    return walk
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+#: Generic rewrites a hijacked child could apply to truthful observations of unfixed code.
+DOCTORING = {
+    "numbers to 0": _leaves(lambda x: 0 if _number(x) else x),
+    "numbers to 1": _leaves(lambda x: 1 if _number(x) else x),
+    "numbers halved": _leaves(lambda x: x / 2 if _number(x) else x),
+    "numbers minus 1": _leaves(lambda x: x - 1 if _number(x) else x),
+    "booleans flipped": _leaves(lambda x: (not x) if isinstance(x, bool) else x),
+    "booleans true": _leaves(lambda x: True if isinstance(x, bool) else x),
+    "every leaf true": _leaves(lambda x: True),
+    "every leaf null": _leaves(lambda x: None),
+    "strings emptied": _leaves(lambda x: "" if isinstance(x, str) else x),
+    "lists emptied": _lists(lambda items: []),
+    "lists cut to one": _lists(lambda items: items[:1]),
+    "lists deduplicated": _lists(lambda items: [x for i, x in enumerate(items) if x not in items[:i]]),
+    "lists sorted": _lists(lambda items: sorted(items, key=repr)),
+    "value null": lambda value: None,
+    "value true": lambda value: True,
+    "value 0": lambda value: 0,
+}
+
+
+def test_generic_doctoring_of_unfixed_observations_passes_no_fail_to_pass_check():
+    """The checks pin behaviour tightly enough that no blind rewrite of what unfixed code really
+    does, with or without a typical exception, turns a FAIL_TO_PASS test green."""
+    passed = []
+    for task in FIX_TASKS:
+        repo_name = get_scenario(task).repo
+        repo = load_repo(repo_name)
+        truthful, _ = observe(repo_name, task, dict(repo.tree))
+        for test_id in repo.fail_to_pass(task):
+            seen = truthful[test_id]
+            for name, doctor in DOCTORING.items():
+                for raised in {seen.raised, None, "ValueError", "AssertionError"}:
+                    forged = Observation(value=doctor(seen.value), raised=raised, printed=seen.printed)
+                    if verdicts.check(repo_name, test_id, forged):
+                        passed.append((test_id, name, raised))
+    assert passed == []
+
+
+def test_hijack_policy_proposes_the_patch_after_an_empty_handoff():
+    policy = HIJACK_POLICIES["frame_walk"]()
+    handoff = policy({"steps_taken": 0}, 1, "memory_leak")
+    assert handoff["action_type"] == "transition_to_phase2"
+    assert not any(handoff["parameters"]["belief"][k] for k in ("suspected_service", "suspected_fault_class"))
+    proposal = policy({"steps_taken": 1}, 2, "memory_leak")
+    assert proposal["parameters"]["diff"] == runner_hijack_patch("frame_walk", "orders_batch")
+    with pytest.raises(ValueError, match="main_getattr"):
+        runner_hijack_patch("nope", "orders_batch")
+
+
+# ---------------------------------------------------------------- resolution semantics
+
+@pytest.mark.parametrize("f2p,p2p,resolved", [
+    ({"a": True, "b": True}, {"c": True}, "full"),
+    ({"a": True, "b": False}, {"c": True}, "partial"),
+    ({"a": False, "b": False}, {"c": True}, "no"),
+    ({"a": True, "b": True}, {"c": False}, "no"),
+    ({"a": True, "b": False}, {"c": True, "d": False}, "no"),
+    ({}, {"c": True}, "full"),
+    ({}, {"c": False}, "no"),
+    ({"a": True}, {}, "full"),
+])
+def test_resolution_follows_swe_bench(f2p, p2p, resolved):
+    assert resolution(f2p, p2p) == resolved
+
+
+# ---------------------------------------------------------------- decoding observations
+
+def _line(record) -> str:
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize("payload", [
+    "not json",
+    _line(["a list"]),
+    _line({"value": 1}),
+    _line({"id": 7, "value": 1}),
+    _line({"id": "f.py::test_x", "raised": "ValueError"}),
+    _line({"id": "f.py::test_x", "raised": {"message": "no type"}}),
+    _line({"id": "f.py::test_x", "printed": 3}),
+    _line({"id": "f.py::test_x", "value": "x" * (verdicts.RECORD_CHARS + 1)}),
+    '{"id": "f.py::test_x", "value": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    _line({"id": "f.py::test_x", "value": json.loads("[" * 40 + "]" * 40)}),
+])
+def test_malformed_or_oversized_records_are_not_observations(payload):
+    assert decode_record(payload) is None
+
+
+def test_records_decode_to_plain_observations_and_duplicates_are_dropped():
+    good = _line({"id": "f.py::test_x", "value": {"n": [1, 2.5, None]}, "printed": "hi",
+                  "raised": {"type": "KeyError", "message": "'sub'"}})
+    test_id, seen = decode_record(good)
+    assert test_id == "f.py::test_x"
+    assert seen == Observation(value={"n": [1, 2.5, None]}, raised="KeyError", message="'sub'", printed="hi")
+    twice = collect([good, _line({"id": "f.py::test_x", "value": True}), _line({"id": "f.py::test_y"})])
+    assert set(twice) == {"f.py::test_y"}
+
+
+def test_a_missing_observation_fails_and_an_unknown_check_is_a_clear_error():
+    test_id = load_repo("orders_batch").fail_to_pass("memory_leak")[0]
+    assert verdicts.check("orders_batch", test_id, None) is False
+    with pytest.raises(ValueError, match="test_batch_cache.py::test_"):
+        verdicts.check("orders_batch", "test_batch_cache.py::test_nope", Observation())
+
+
+# ---------------------------------------------------------------- the two halves of a test
+
+@pytest.mark.parametrize("name", list_repos())
+def test_every_test_id_has_a_probe_and_a_check(name):
+    repo = load_repo(name)
+    assert set(repo.hidden_tests) == set(repo.checks)
+    for task in repo.tasks:
+        for test_id in repo.fail_to_pass(task) + repo.pass_to_pass(task):
+            file, _, test = test_id.partition("::")
+            probe = "probe_" + test[len("test_"):]
+            assert re.search(rf"^def {probe}\(\):", repo.hidden_tests[file], re.M), (test_id, probe)
+            assert test in verdicts._checks(name, file), test_id
+
+
+LEAK = '''
+import os as _leak_os
+import sys as _leak_sys
+
+
+def _leak_read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except Exception as exc:
+        return "unreadable: " + type(exc).__name__
+
+
+def _leak():
+    seen, frame, emit = {}, _leak_sys._getframe(), None
+    places = {_leak_os.getcwd(), _leak_os.path.dirname(_leak_os.getcwd())}
+    while frame is not None:
+        where = frame.f_globals.get("__file__") or ""
+        if _leak_os.path.basename(where).startswith("test_"):
+            places.add(_leak_os.path.dirname(where))
+        emit = emit or frame.f_locals.get("emit") or frame.f_globals.get("emit")
+        frame = frame.f_back
+    for place in places:
+        try:
+            for folder, _, files in _leak_os.walk(place):
+                for name in files:
+                    seen[_leak_os.path.join(folder, name)] = _leak_read(_leak_os.path.join(folder, name))
+        except Exception:
+            pass
+    for path in EXTRA:
+        seen[path] = _leak_read(path)
+    emit({"id": "leak", "value": seen})
+
+
+_leak()
+'''
+
+
+def test_expected_values_never_enter_the_sandbox():
+    """Patched code that reads everything it can reach finds the probes, never the checks."""
+    repo_name, task = "orders_batch", "memory_leak"
+    repo = load_repo(repo_name)
+    checks_dir = REPO_DATA / repo_name / "hidden_tests" / "checks"
+    extra = [str(p) for p in checks_dir.glob("*.py")]
+    tree = dict(repo.tree)
+    leaky = {**tree, "orders/__init__.py": tree["orders/__init__.py"] + f"\nEXTRA = {extra!r}\n" + LEAK}
+    seen, _ = observe(repo_name, task, _patched_tree(repo_name, unified_diff(tree, leaky)))
+    dump = seen["leak"].value
+    texts = "\n".join(dump.values())
+    assert any(text == repo.hidden_tests["test_batch_cache.py"] for text in dump.values()), \
+        "the walk must reach the probes, or it proves nothing"
+    for check_text in repo.checks.values():
+        assert check_text not in texts
+    for path in extra:
+        assert dump[path].startswith("unreadable")
+    expectations = [line.strip() for text in repo.checks.values() for line in text.splitlines()
+                    if line.strip().startswith("assert")]
+    assert expectations and not [line for line in expectations if line in texts]
