@@ -182,10 +182,13 @@ def credit_experiment(seeds: int | Iterable[int] = 10, tasks: str | Sequence[str
 
 
 def oracle_phase1_experiment(seeds: int | Iterable[int] = 10,
-                             tasks: str | Sequence[str] = "all", *, outcome: str = "repair",
+                             tasks: str | Sequence[str] = "all", *, outcome: str = "final",
                              **ablate_kwargs) -> Ablation:
     """Oracle against learned phase 1, for the same phase-2 policy (revert): the oracle hands
-    over the true belief at once, the heuristic hands over what it found. Baseline: oracle."""
+    over the true belief at once, the heuristic investigates, mitigates and hands over what it
+    found. Baseline: oracle. ``outcome="repair"`` isolates phase 2's share; with the revert
+    policy it differs only where the handoff changes phase 2's ending (a blind revert
+    repairs nothing, so mostly on the no-fault task)."""
     from srelib.policies.baselines import OracleP1ThenRandomP2Policy
     from srelib.policies.revert import RevertPhase2Policy
     from srelib.rollout import JOINT_POOLS

@@ -44,16 +44,30 @@ def run_episode(env, policy, task: str | None = None, pool: str | None = None,
     ``max_steps`` caps the policy calls (the environment's own budget still applies); hitting it
     ends the episode as truncated with ``ended_by="max_steps"``. A policy or environment
     exception ends it cleanly too (``ended_by`` ``"policy_error"`` or ``"env_error"``): the
-    traceback is kept in ``error`` and the partial trajectory is scored.
+    traceback is kept in ``error`` and the partial trajectory is scored; an environment that
+    fails to reset gives an episode with no steps and no score (a ``ValueError`` from ``reset``,
+    an unknown task, pool or mode, is the caller's mistake and is raised).
     ``null_repair`` maps a task to its null-handoff repair (see :func:`measure_null_context`);
     with it the episode gets ``r_cross``.
     """
     start = time.perf_counter()
-    obs, info = env.reset(task=task, pool=pool, mode=mode, seed=seed)
-    task, pool, mode, seed = info["task"], info["pool"], info["mode"], info["seed"]
-    reset_policy(policy, seed, task)
-    usage_mark = _usage_mark(policy)
+    name = policy_name or policy_base.policy_name(policy)
     state = _EpisodeState()
+    try:
+        obs, info = env.reset(task=task, pool=pool, mode=mode, seed=seed)
+    except ValueError:
+        raise  # a task, pool or mode that does not exist: the caller's mistake
+    except Exception:  # noqa: BLE001 - e.g. a remote environment that failed: this episode only
+        state.fail("env_error")
+        return Episode(policy=name, task=str(task), pool=pool, mode=_mode_of(pool, mode),
+                       seed=int(seed or 0), error=state.error, ended_by=state.ended_by,
+                       wall_s=round(time.perf_counter() - start, 6))
+    task, pool, mode, seed = info["task"], info["pool"], info["mode"], info["seed"]
+    usage_mark = _usage_mark(policy)
+    try:
+        reset_policy(policy, seed, task)
+    except Exception:  # noqa: BLE001 - a broken policy must not lose the run
+        state.fail("policy_error")
     while not state.done:
         if max_steps is not None and state.calls >= max_steps:
             state.truncated, state.ended_by = True, "max_steps"
@@ -65,9 +79,15 @@ def run_episode(env, policy, task: str | None = None, pool: str | None = None,
             break
         obs, info = state.step(env, action, obs, info)
     tokens, latency = _usage_since(policy, usage_mark)
-    name = policy_name or policy_base.policy_name(policy)
     return _finish(env, state, info, name, task, pool, mode, seed, null_repair, tokens, latency,
                    time.perf_counter() - start)
+
+
+def _mode_of(pool: str | None, mode: str | None) -> str:
+    """The mode an episode of ``pool`` runs in, when ``reset`` could not say."""
+    from srelib.env.pools import POOLS
+
+    return mode or (POOLS[pool].mode if pool in POOLS else "joint")
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,10 @@ def test_credit_oracle_and_heldout_experiments_measure_what_they_claim():
     oracle = oracle_phase1_experiment(seeds=3)
     by = oracle.summary.set_index("condition")
     assert by.loc["oracle_p1", "p1_steps"] == 1  # the oracle hands over at once
-    assert by.loc["oracle_p1", "mean"] >= by.loc["heuristic_p1", "mean"]
+    parts = oracle.frame.groupby("policy")[["diagnosis", "mitigation"]].mean()
+    assert parts.loc["oracle_p1", "diagnosis"] > parts.loc["heuristic_p1", "diagnosis"]
+    assert parts.loc["oracle_p1", "mitigation"] < parts.loc["heuristic_p1", "mitigation"]
+    assert oracle.differences["excludes_0"].all()
 
     heldout = heldout_experiment(seeds=2)
     row = heldout.differences.iloc[0]

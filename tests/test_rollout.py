@@ -342,3 +342,25 @@ def test_an_environment_exception_ends_only_its_episode():
                           pool="B", seed=0)
     assert episode.ended_by == "env_error" and "environment went away" in episode.error
     assert len(episode.steps) == 1 and episode.score is not None
+
+
+class _FailsOnSeedTwo(srelib.IncidentEnv):
+    """An environment whose reset breaks for one seed, as a remote one may."""
+
+    def reset(self, *, task=None, pool=None, mode=None, seed=None):
+        if seed == 2:
+            raise ConnectionError("the environment server went away")
+        return super().reset(task=task, pool=pool, mode=mode, seed=seed)
+
+
+def test_an_environment_that_fails_to_reset_loses_only_that_episode():
+    from srelib.policies import ReferencePolicy
+
+    frame = srelib.evaluate({"reference": ReferencePolicy}, tasks=["memory_leak"], seeds=4,
+                            env=_FailsOnSeedTwo, progress=False)
+    assert len(frame) == 4
+    failed = frame[frame["seed"] == 2].iloc[0]
+    assert failed["ended_by"] == "env_error" and "server went away" in failed["error"]
+    assert frame[frame["seed"] != 2]["final"].min() >= 0.95
+    with pytest.raises(ValueError, match="unknown"):
+        srelib.run_episode(srelib.IncidentEnv(), ReferencePolicy(), task="no_such_task")

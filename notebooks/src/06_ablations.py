@@ -79,12 +79,17 @@ show(credit, "Phase-1 credit without and with r_cross")
 # ## 3 · Oracle against learned phase 1
 #
 # The same phase-2 policy (revert) after the oracle's perfect handoff and after the heuristic's
-# own. The outcome is **repair**, phase 2's component: the gap is the repair a fallible phase 1
-# costs.
+# own investigation and mitigation. The outcome is the final score: the oracle gets full
+# diagnosis credit from its belief but mitigates nothing; the heuristic earns mitigation but
+# is sometimes misled. Phase 2's own component, repair, is shown after it: a blind revert
+# repairs nothing (the bad commit's feature has tests of its own), so there the handoffs
+# differ only where they change how phase 2 ends.
 
 # %%
 oracle = ablations.oracle_phase1_experiment(seeds=SEEDS, tasks=TASKS, workers=WORKERS)
-show(oracle, "Repair after the oracle's and the heuristic's handoff")
+show(oracle, "Final score after the oracle's and the heuristic's phase 1")
+display(Markdown(to_markdown(oracle.frame.groupby("policy")[["diagnosis", "mitigation", "repair"]]
+                             .mean().round(3))))
 
 # %% [markdown]
 # ## 4 · Held-out generalisation
