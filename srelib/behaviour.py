@@ -194,11 +194,8 @@ def _agent_steps(episode) -> list[dict]:
 
 
 def _agent_handoff(episode) -> dict | None:
-    for record in _agent_steps(episode):
-        belief = (record.get("effect") or {}).get("belief")
-        if belief is not None and record.get("phase") == 1:
-            return belief
-    return None
+    """The belief the agent handed over (a phase-2-only episode's handoff is the oracle's)."""
+    return None if episode.mode == "p2_only" else episode.handoff
 
 
 def _kind(record: dict) -> str:

@@ -10,8 +10,9 @@ settles within ``max_episodes`` stops the training stages; the held-out evaluati
 A ``learner`` callable, if given, is called with a :class:`CurriculumEvent` after every episode
 and after every stage: that is where a trainer updates the policy. With ``out``, episodes are
 stored as they finish (a run directory, see :mod:`srelib.results`) and a rerun resumes: the
-same draws replay, stored episodes are read back instead of run again (their events carry
-``replayed=True``), and the run goes on where it stopped.
+same draws replay, stored episodes that verify (:func:`srelib.verify_episode`) are read back
+instead of run again (their events carry ``replayed=True``), and the run goes on where it
+stopped.
 """
 
 from __future__ import annotations
@@ -178,8 +179,18 @@ class Curriculum:
             self.learner(event)
 
     def _stored(self) -> dict:
+        """The run directory's episodes that replay to their own records and score; any other
+        is run again (a saved episode is verified, never trusted)."""
         if self._store is None:
             return {}
-        from srelib.results import iter_episodes
+        import warnings
 
-        return {e.key: e for e in iter_episodes(self._store.path)}
+        from srelib.results import iter_episodes
+        from srelib.verify import verify_episode
+
+        stored = list(iter_episodes(self._store.path))
+        kept = {e.key: e for e in stored if verify_episode(e)}
+        if len(kept) < len(stored):
+            warnings.warn(f"{len(stored) - len(kept)} stored episode(s) in {self._store.path} do "
+                          "not replay; they are run again", stacklevel=3)
+        return kept

@@ -25,6 +25,8 @@ MAX_HIT_RATE = 0.60
 RECENT_SECONDS = 3 * 3600
 TARGETS = ("service", "fault_class", "bad_commit")
 #: A release tag or version marker in a commit subject: "(v3.1.0)", "release 2.4", "[release]".
+#: A release tag in a subject ("(v3.1.0)", "v2.3.1", "release"). The gate's release-tag revert
+#: (policies.adversarial.RELEASE_TAG) also takes bare version bumps ("to 2.0.1") as tags.
 _TAG = re.compile(r"\(v?\d+\.\d+(\.\d+)?\)|\bv\d+\.\d+\.\d+\b|\brelease\b", re.IGNORECASE)
 #: Words with which a commit says it changes no behaviour.
 _TRIVIAL = re.compile(r"\b(docs?|readme|typing|type hints?|docstrings?|tests?|comments?)\b( only)?"

@@ -32,11 +32,16 @@ def action_text(action: dict) -> str:
 def turn_rows(episodes: Iterable[Any], **transcript_options) -> Iterator[dict]:
     """One row per agent turn of every episode (see the module doc). ``transcript_options`` go
     to :class:`~srelib.policies.prompts.Transcript` (``max_history``, ``obs_chars``, ...).
-    Raises ValueError if an episode does not replay to its own records."""
+    Raises ValueError if an episode does not replay to its own records and score
+    (:func:`srelib.verify_episode`)."""
     from srelib.env.core import IncidentEnv
     from srelib.policies.prompts import Transcript
+    from srelib.verify import verify_episode
 
     for episode in episodes:
+        check = verify_episode(episode)
+        if not check:
+            raise ValueError(f"{episode!r} does not replay: {'; '.join(check.problems)}")
         env = IncidentEnv()
         observation, _ = env.reset(task=episode.task, pool=episode.pool, mode=episode.mode,
                                    seed=episode.seed)
@@ -48,9 +53,6 @@ def turn_rows(episodes: Iterable[Any], **transcript_options) -> Iterator[dict]:
             prompt = transcript.messages()
             text = action_text(record.get("action") or {})
             observation, reward, *_ = env.step(record.get("action") or {})
-            if env.trajectory[-1] != record:
-                raise ValueError(f"{episode!r} does not replay at step {record.get('step')}: "
-                                 "its records differ from the seeded environment's")
             transcript.add_reply(text)
             yield {"policy": episode.policy, "task": episode.task, "pool": episode.pool,
                    "mode": episode.mode, "seed": episode.seed, "phase": record.get("phase"),

@@ -59,3 +59,21 @@ def test_bad_settings_are_named():
         Curriculum(ReferencePolicy, stages=["A", "Z"])
     with pytest.raises(ValueError, match="VarianceGate needs"):
         VarianceGate(window=1)
+
+
+def test_a_forged_stored_episode_is_run_again_not_trusted(tmp_path):
+    import json
+
+    first = Curriculum(ReferencePolicy, seed=2, gate=GATE, heldout_episodes=2, out=tmp_path).run()
+    path = tmp_path / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    forged = json.loads(lines[0])
+    forged["score"]["final"] = 0.0  # a stored score that the replay does not give
+    path.write_text("\n".join([json.dumps(forged), *lines[1:]]) + "\n")
+    events = []
+    with pytest.warns(UserWarning, match="1 stored episode"):
+        second = Curriculum(ReferencePolicy, seed=2, gate=GATE, heldout_episodes=2,
+                            out=tmp_path, learner=events.append).run()
+    replayed = [e.replayed for e in events if e.kind == "episode"]
+    assert replayed[0] is False and all(replayed[1:])
+    assert second.draws == first.draws and second.episodes[0].final == first.episodes[0].final
