@@ -32,7 +32,7 @@ LEVELS = (1, 4, 16)
 
 
 def policy():
-    from srelib.cli import build_policy
+    from srelib.policies.registry import build_policy
 
     return build_policy("HeuristicPhase1Policy", "RevertPhase2Policy")
 
@@ -121,7 +121,7 @@ class ServerProcess:
     def __init__(self, max_sessions: int):
         import requests
 
-        from srelib.testing import free_port
+        from srelib.tiny_model import free_port
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -19,7 +19,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
-from srelib.testing import SEED_POLICIES, load_seed_policies  # noqa: E402,F401 - re-exported
+sys.path.insert(0, str(REPO_ROOT / "tests"))  # the seed loader the tests use
+from helpers import SEED_POLICIES, load_seed_policies  # noqa: E402,F401 - re-exported
 
 
 @dataclass

@@ -4,10 +4,10 @@ No download: the model is built from a Gemma-3-1B text config written out below 
 26 layers, 4 query heads, 1 key/value head, head_dim 256, MLP 6912, vocab 262144, 512-token
 sliding window on five of every six layers), in bf16 on a GPU with native bf16 (compute
 capability 8.0 or newer), else fp32 (``resolve_dtype("auto")``; never fp16). The
-tokenizer is the tiny offline one from ``srelib.testing.tiny_chat_model``; the model's ids are
+tokenizer is the tiny offline one from ``srelib.tiny_model.tiny_chat_model``; the model's ids are
 mapped into its vocabulary modulo its size before decoding. For each batch size, that many
 joint episodes run in lockstep through ``HFTransformersChatPolicy.act_batch``
-(``srelib.rollout.run_lockstep``), once with kept KV caches (``kv_cache=True``: each step
+(``srelib.lockstep.run_lockstep``), once with kept KV caches (``kv_cache=True``: each step
 prefills only the new turn) and once re-encoding every prompt (``kv_cache=False``). A random
 model's replies do not parse, so each episode ends after the policy's ``max_failures`` (3)
 steps: every step generates ``--max-new-tokens`` tokens per episode. Reports generated
@@ -98,7 +98,8 @@ def rollouts(policy, batch_size: int, max_steps: int) -> dict:
     import torch
 
     import srelib
-    from srelib.rollout import EpisodeJob, run_lockstep
+    from srelib.lockstep import run_lockstep
+    from srelib.rollout import EpisodeJob
 
     jobs = [EpisodeJob("gemma3-1b-random", srelib.TASKS[n % len(srelib.TASKS)], None, "joint", n)
             for n in range(batch_size)]
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> dict:
     from transformers import AutoTokenizer
 
     from srelib.policies.hf_chat import HFTransformersChatPolicy, resolve_dtype
-    from srelib.testing import tiny_chat_model
+    from srelib.tiny_model import tiny_chat_model
 
     started = time.perf_counter()
     cuda = torch.cuda.is_available()

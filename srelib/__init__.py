@@ -1,9 +1,12 @@
 """srelib: a notebook workbench for studying LLM agents on SRE incidents.
 
-Public names are loaded lazily, so ``import srelib`` stays fast and pulls in no heavy library.
+Public names are loaded lazily, so ``import srelib`` stays fast and pulls in no heavy library;
+the ``TYPE_CHECKING`` imports below show the same names to type checkers and IDEs.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from srelib._lazy import lazy_exports
 
@@ -15,6 +18,7 @@ _EXPORTS = {
     "ActionType": "srelib.env.actions",
     "SERVICES": "srelib.env.actions",
     "FAULT_CLASSES": "srelib.env.actions",
+    "ACTION_SPECS": "srelib.env.actions",
     "BeliefState": "srelib.env.belief",
     "get_scenario": "srelib.env.scenarios",
     "TASKS": "srelib.env.scenarios",
@@ -22,16 +26,46 @@ _EXPORTS = {
     "oracle_belief": "srelib.env.pools",
     "score_trajectory": "srelib.env.grading",
     "parse_action": "srelib.parse",
+    "EpisodeSpec": "srelib.env.spec",
+    "EpisodeRun": "srelib.episode",
+    "episode_steps": "srelib.episode",
+    "drive": "srelib.episode",
     "Episode": "srelib.results",
     "load_run": "srelib.results",
+    "load_episodes": "srelib.results",
+    "load_episode": "srelib.results",
     "verify_episode": "srelib.verify",
     "run_episode": "srelib.rollout",
     "evaluate": "srelib.rollout",
-    "measure_null_context": "srelib.rollout",
-    "ceiling_table": "srelib.rollout",
+    "measure_null_context": "srelib.ceiling",
+    "ceiling_table": "srelib.ceiling",
+    "ceiling_episodes": "srelib.ceiling",
+    "summarize_ceiling": "srelib.ceiling",
+    "POLICY_CLASSES": "srelib.policies.registry",
+    "scripted_policy": "srelib.policies.registry",
+    "build_policy": "srelib.policies.registry",
     "ablate": "srelib.ablations",
     "Curriculum": "srelib.curriculum",
 }
+
+if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
+    from srelib.env.core import IncidentEnv
+    from srelib.remote import RemoteEnv
+    from srelib.env.actions import ActionType, SERVICES, FAULT_CLASSES, ACTION_SPECS
+    from srelib.env.belief import BeliefState
+    from srelib.env.scenarios import get_scenario, TASKS
+    from srelib.env.pools import POOLS, oracle_belief
+    from srelib.env.grading import score_trajectory
+    from srelib.parse import parse_action
+    from srelib.env.spec import EpisodeSpec
+    from srelib.episode import EpisodeRun, episode_steps, drive
+    from srelib.results import Episode, load_run, load_episodes, load_episode
+    from srelib.verify import verify_episode
+    from srelib.rollout import run_episode, evaluate
+    from srelib.ceiling import measure_null_context, ceiling_table, ceiling_episodes, summarize_ceiling
+    from srelib.policies.registry import POLICY_CLASSES, scripted_policy, build_policy
+    from srelib.ablations import ablate
+    from srelib.curriculum import Curriculum
 
 __all__ = sorted(_EXPORTS)
 

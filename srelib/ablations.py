@@ -170,7 +170,8 @@ def credit_experiment(seeds: int | Iterable[int] = 10, tasks: str | Sequence[str
     scored by phase 1's own components alone and with r_cross added (the repair its handoff
     earned over an empty one, calibrated per task by :func:`srelib.measure_null_context`)."""
     from srelib.policies.revert import RevertPhase2Policy
-    from srelib.rollout import JOINT_POOLS, measure_null_context
+    from srelib.ceiling import measure_null_context
+    from srelib.rollout import JOINT_POOLS
 
     null_repair = measure_null_context(RevertPhase2Policy, tasks=tasks, seeds=seeds)
     policy = functools.partial(_heuristic_then, RevertPhase2Policy)

@@ -15,21 +15,13 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Sequence
 
-#: Scripted policies by CLI name: the classes of ``srelib.policies`` they are built from
-#: (two names: phase 1 and phase 2 joined by CompositePolicy).
-POLICY_CLASSES: dict[str, tuple[str, ...]] = {
-    "null": ("NullPhase1Policy",),
-    "random": ("NullPhase1Policy", "RandomPhase2Policy"),
-    "oracle-random": ("OracleP1ThenRandomP2Policy",),
-    "heuristic": ("HeuristicPhase1Policy", "RandomPhase2Policy"),
-    "revert": ("NullPhase1Policy", "RevertPhase2Policy"),
-    "heuristic-revert": ("HeuristicPhase1Policy", "RevertPhase2Policy"),
-    "reference": ("ReferencePolicy",),
-}
+from srelib.policies.registry import POLICY_CLASSES, build_policy, scripted_policy
+
 #: Columns that change from run to run; the demo's CSVs leave them out so a rerun reproduces them.
 TIMING_COLUMNS = ("wall_s", "latency_s")
 #: What ``srelib demo`` runs: the baselines, then the ceiling of RevertPhase2Policy.
@@ -40,39 +32,15 @@ DEMO_PHASE2 = "RevertPhase2Policy"
 DEMO_COMPARE = ("heuristic-revert", "heuristic")
 
 
-def build_policy(*class_names: str):
-    """A fresh policy from ``srelib.policies`` class names (two are joined by CompositePolicy)."""
-    import srelib.policies as policies
-
-    parts = [getattr(policies, name)() for name in class_names]
-    return parts[0] if len(parts) == 1 else policies.CompositePolicy(*parts)
-
-
-def scripted_policy(name: str):
-    """A picklable zero-argument factory for the scripted policy registered as ``name``."""
-    if name not in POLICY_CLASSES:
-        raise ValueError(f"unknown policy {name!r}; valid policies: {', '.join(POLICY_CLASSES)}")
-    return functools.partial(build_policy, *POLICY_CLASSES[name])
-
-
-def registered_name(policy) -> str | None:
-    """The name ``srelib eval`` gives a policy built from the same srelib classes, if any
-    (``CompositePolicy(HeuristicPhase1Policy(), RevertPhase2Policy())`` is heuristic-revert)."""
-    import srelib.policies as policies
-
-    parts = (policy.phase1, policy.phase2) if isinstance(policy, policies.CompositePolicy) \
-        else (policy,)
-    for name, classes in POLICY_CLASSES.items():
-        if len(classes) == len(parts) and \
-                all(type(p) is getattr(policies, c) for p, c in zip(parts, classes)):
-            return name
-    return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    from srelib.extras import MissingExtra
+
     args = _parser().parse_args(argv)
     try:
         return args.run(args)
+    except MissingExtra as exc:  # one line naming the extra to install
+        print(f"srelib {args.command}: {exc}", file=sys.stderr)
+        return 2
     except ValueError as exc:
         args.parser.error(str(exc))  # the usage of the subcommand that failed
     except OSError as exc:  # the file system refused: name the path and the reason
@@ -195,7 +163,8 @@ def _cmd_report(args) -> int:
 
 def _cmd_demo(args) -> int:
     from srelib.plots import ceiling_gap
-    from srelib.rollout import ceiling_episodes, evaluate, summarize_ceiling
+    from srelib.ceiling import ceiling_episodes, summarize_ceiling
+    from srelib.rollout import evaluate
     from srelib.stats import to_markdown
 
     out = output_dir(args.out, "--out")

@@ -104,14 +104,14 @@ class Curriculum:
                  learner: Callable[[CurriculumEvent], None] | None = None,
                  name: str = "curriculum", stages: Sequence[str] = TRAINING_STAGES):
         from srelib.env.pools import POOLS
-        from srelib.rollout import _instantiate
+        from srelib.policies.specs import instantiate
 
         unknown = [s for s in stages if s not in TRAINING_STAGES]
         if unknown or not stages:
             raise ValueError(f"unknown stages {unknown}; valid stages: {list(TRAINING_STAGES)}")
         if max_episodes < 1 or heldout_episodes < 0:
             raise ValueError("need max_episodes >= 1 and heldout_episodes >= 0")
-        self.policy = _instantiate(policy, copy_instance=False)
+        self.policy = instantiate(policy, copy_instance=False)
         self.seed, self.gate, self.name = seed, gate, name
         self.max_episodes, self.heldout_episodes = max_episodes, heldout_episodes
         self.learner, self.stages = learner, tuple(stages)

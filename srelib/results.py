@@ -82,21 +82,19 @@ class Episode:
     @property
     def handoff(self) -> dict | None:
         """The belief handed to phase 2 (the agent's, or the oracle's in pool B), if any."""
-        for record in self.steps:
-            effect = record.get("effect") or {}
-            if "belief" in effect:
-                return effect["belief"]
-        return None
+        from srelib.env.records import handoff
+
+        return handoff(self.steps)[0]
 
     @property
     def phase_steps(self) -> tuple[int, int]:
         """Steps taken in phase 1 and phase 2 (the pool-B automatic handoff is not a step)."""
+        from srelib.env.records import phase_steps
+
         counted = (self.score or {}).get("steps")
         if counted:
             return int(counted["p1"]), int(counted["p2"])
-        p1 = sum(1 for r in self.steps if r.get("phase") == 1 and r.get("step", 0) > 0)
-        p2 = sum(1 for r in self.steps if r.get("phase") == 2)
-        return p1, p2
+        return phase_steps(self.steps)
 
     def __repr__(self) -> str:
         final = "-" if self.final is None else f"{self.final:.3f}"
@@ -141,7 +139,9 @@ def count_parse_failures(trajectory: list[dict]) -> int:
 
 def frame_from_episodes(episodes) -> "Any":
     """A tidy DataFrame, one row per episode, sorted by the key columns."""
-    import pandas as pd
+    from srelib.extras import require
+
+    pd = require("pandas", "a results table")
 
     frame = pd.DataFrame([e.row() for e in episodes], columns=list(COLUMNS))
     frame = frame.astype({"p1_steps": int, "p2_steps": int, "parse_failures": int,
@@ -303,6 +303,29 @@ def load_episodes(path: str | os.PathLike) -> list[Episode]:
     path = run_directory(path)
     _require_run(path)
     return list(iter_episodes(path))
+
+
+def load_episode(source: Any, index: int = 0) -> dict:
+    """One episode as a dict, from an Episode, an Episode dict, an episode JSON file, a run's
+    ``episodes.jsonl`` or a run directory (``index`` picks the line, 0 = first)."""
+    if isinstance(source, Episode):
+        return source.to_dict()
+    if isinstance(source, dict):
+        return Episode.from_dict(source).to_dict()
+    if not isinstance(source, (str, Path)):
+        raise ValueError("expected an Episode, an Episode dict, or a path to an episode .json, "
+                         f"an episodes.jsonl or a run directory; got {type(source).__name__}")
+    path = Path(source)
+    if path.is_dir():
+        path = path / EPISODES_FILE
+    if not path.exists():
+        raise ValueError(f"{path} does not exist")
+    if path.suffix == ".jsonl":
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not -len(lines) <= index < len(lines):
+            raise ValueError(f"index {index} out of range: {path} holds {len(lines)} episodes")
+        return Episode.from_json(lines[index]).to_dict()
+    return Episode.from_dict(json.loads(path.read_text(encoding="utf-8"))).to_dict()
 
 
 def load_run(path: str | os.PathLike, verify: bool = False):

@@ -35,6 +35,7 @@ from pydantic_core import PydanticCustomError
 
 from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
 from srelib.env.core import IncidentEnv
+from srelib.env.types import Status
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
@@ -49,7 +50,7 @@ ACTION_KEYS = ("action_type", "target_service", "parameters")
 RESET_OPTIONS = ("task", "pool", "mode", "seed", "episode_id")
 
 ServiceName = Literal[SERVICES]  # type: ignore[valid-type]
-ServiceStatus = Literal["healthy", "degraded", "down"]
+ServiceStatus = Status
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,7 +63,7 @@ def _parameters_model(action: ActionType) -> type[BaseModel]:
     for name, param in ACTION_SPECS[action].params.items():
         kind = param.type if param.required else Optional[param.type]
         default = ... if param.required else param.default
-        fields[name] = (kind, Field(default, description=param.doc))
+        fields[name] = (kind, Field(default, description=param.description))
     title = "".join(part.title() for part in action.value.split("_")) + "Parameters"
     return create_model(title, __config__=ConfigDict(extra="forbid"), **fields)
 
@@ -117,33 +118,31 @@ class SreAction(Action):
         return self.model_dump(include=set(ACTION_KEYS), exclude_unset=True)
 
 
-class SreObservation(Observation):
-    """What the agent sees after a reset or a step (``docs/CONTRACTS.md``), plus the step's
-    ``terminated``, ``truncated`` and ``info`` (``score`` on the last step)."""
+def _observation_fields() -> dict[str, Any]:
+    """The pydantic fields of :class:`srelib.env.types.Observation`, with service names
+    checked, the phase-2 keys optional and ``done`` left to OpenEnv's own field."""
+    import typing
 
-    incident_title: str
-    incident_summary: str
-    severity: str
-    current_phase: int
-    time_elapsed_minutes: int
-    steps_taken: int
-    max_steps: int
-    steps_remaining: int
-    action_result: Dict[str, Any]
-    action_success: bool
-    action_message: str
-    service_statuses: Dict[ServiceName, ServiceStatus]
-    active_alerts_count: int
-    valid_actions: List[str]
-    available_services: List[ServiceName]
-    current_reward: float
-    cumulative_reward: float
-    bad_commit_sha: Optional[str] = Field(None, description="phase 2 only")
-    issue: Optional[str] = Field(None, description="phase 2 only")
-    file_tree: Optional[List[str]] = Field(None, description="phase 2 only")
-    terminated: bool = False
-    truncated: bool = False
-    info: Dict[str, Any] = Field(default_factory=dict)
+    from srelib.env import types
+
+    hints = typing.get_type_hints(types.Observation)
+    hints.update(service_statuses=Dict[ServiceName, ServiceStatus],
+                 available_services=List[ServiceName])
+    fields: dict[str, Any] = {}
+    for name, kind in hints.items():
+        if name == "done":
+            continue
+        fields[name] = (Optional[kind], Field(None, description="phase 2 only")) \
+            if name in PHASE2_KEYS else (kind, ...)
+    return fields
+
+
+#: What the agent sees after a reset or a step (:class:`srelib.env.types.Observation`), plus
+#: the step's ``terminated``, ``truncated`` and ``info`` (``score`` on the last step).
+SreObservation = create_model(
+    "SreObservation", __base__=Observation, __module__=__name__,
+    terminated=(bool, False), truncated=(bool, False),
+    info=(Dict[str, Any], Field(default_factory=dict)), **_observation_fields())
 
 
 class SreState(State):

@@ -29,12 +29,11 @@ def action_text(action: dict) -> str:
                        "parameters": action.get("parameters") or {}}, sort_keys=True)
 
 
-def turn_rows(episodes: Iterable[Any], **transcript_options) -> Iterator[dict]:
+def turn_rows(episodes: Iterable[Any], **transcript_options: Any) -> Iterator[dict]:
     """One row per agent turn of every episode (see the module doc). ``transcript_options`` go
     to :class:`~srelib.policies.prompts.Transcript` (``max_history``, ``obs_chars``, ...).
     Raises ValueError if an episode does not replay to its own records and score
-    (:func:`srelib.verify_episode`)."""
-    from srelib.env.core import IncidentEnv
+    (:func:`srelib.verify_episode`, whose replay also gives the observations)."""
     from srelib.policies.prompts import Transcript
     from srelib.verify import verify_episode
 
@@ -42,23 +41,21 @@ def turn_rows(episodes: Iterable[Any], **transcript_options) -> Iterator[dict]:
         check = verify_episode(episode)
         if not check:
             raise ValueError(f"{episode!r} does not replay: {'; '.join(check.problems)}")
-        env = IncidentEnv()
-        observation, _ = env.reset(task=episode.task, pool=episode.pool, mode=episode.mode,
-                                   seed=episode.seed)
         transcript = Transcript(**transcript_options)
-        for record in episode.steps:
-            if int(record.get("step") or 0) <= 0:
-                continue  # pool B's automatic handoff: no agent turn
-            transcript.add_observation(observation)
-            prompt = transcript.messages()
-            text = action_text(record.get("action") or {})
-            observation, reward, *_ = env.step(record.get("action") or {})
-            transcript.add_reply(text)
-            yield {"policy": episode.policy, "task": episode.task, "pool": episode.pool,
-                   "mode": episode.mode, "seed": episode.seed, "phase": record.get("phase"),
-                   "step": record.get("step"), "prompt": prompt,
-                   "completion": [{"role": "assistant", "content": text}], "action": text, "valid": bool(record.get("valid")),
-                   "reward": float(reward), "score": episode.final}
+        seen = check.first_observation
+        for record, after in zip(episode.steps, check.observations):
+            if int(record.get("step") or 0) > 0:  # pool B's automatic handoff: no agent turn
+                transcript.add_observation(seen)
+                prompt = transcript.messages()
+                text = action_text(record.get("action") or {})
+                transcript.add_reply(text)
+                yield {"policy": episode.policy, "task": episode.task, "pool": episode.pool,
+                       "mode": episode.mode, "seed": episode.seed, "phase": record.get("phase"),
+                       "step": record.get("step"), "prompt": prompt,
+                       "completion": [{"role": "assistant", "content": text}], "action": text,
+                       "valid": bool(record.get("valid")), "reward": float(record["reward"]),
+                       "score": episode.final}
+            seen = after
 
 
 def to_dataset(episodes: Iterable[Any], **transcript_options):

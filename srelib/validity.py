@@ -11,14 +11,7 @@ prints the summary table the README shows.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from dataclasses import asdict
-
-from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, ActionType
-from srelib.env.belief import BeliefState
-from srelib.env.patching import is_test_path
 from srelib.env.pools import POOLS
-from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import TASKS, get_scenario
 from srelib.policies.adversarial import (BlindRevertPolicy, HedgedDeclarationPolicy,
                                          MemoriseTrainPolicy, NewestDeployPolicy,
@@ -26,122 +19,10 @@ from srelib.policies.adversarial import (BlindRevertPolicy, HedgedDeclarationPol
                                          RewardProbePolicy)
 from srelib.policies.hijack import HIJACK_POLICIES
 from srelib.policies.reference import ReferencePolicy
-
-
-def _act(action_type: ActionType, target: str | None = None, **params) -> dict:
-    return {"action_type": action_type.value, "target_service": target, "parameters": params}
-
-
-EMPTY_HANDOFF = _act(ActionType.TRANSITION_TO_PHASE2, belief=asdict(BeliefState()))
-
-
-def stuffed_declaration(task_name: str) -> dict:
-    """A declaration naming every service, every fault class and every keyword."""
-    s = get_scenario(task_name)
-    text = " ".join([*SERVICES, *(c.replace("_", " ") for c in FAULT_CLASSES), *s.keywords])
-    return _act(ActionType.DECLARE_ROOT_CAUSE, root_cause=text, service=s.root_cause_service,
-                fault_class=s.fault_class)
-
-
-class _Scripted(ABC):
-    """Plays a per-phase list of actions; repeats the last one if the episode goes on."""
-
-    name = "scripted"
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        self._taken = {1: 0, 2: 0}
-
-    @abstractmethod
-    def plan(self, phase: int, task_name: str, observation: dict) -> list[dict]:
-        """The actions this policy plays in ``phase``, in order."""
-
-    def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
-        phase = 1 if phase == 1 else 2
-        plan = self.plan(phase, task_name, observation)
-        step = min(self._taken[phase], len(plan) - 1)
-        self._taken[phase] += 1
-        return plan[step]
-
-
-class NullPolicy(_Scripted):
-    """Hands over an empty belief, then proposes an empty patch."""
-
-    name = "null"
-
-    def plan(self, phase, task_name, observation):
-        return [EMPTY_HANDOFF] if phase == 1 else [_act(ActionType.PROPOSE_PATCH, diff="")]
-
-
-class KeywordStuffingPolicy(_Scripted):
-    """Declares every service, class and keyword at once, then behaves like NullPolicy."""
-
-    name = "keyword_stuffing"
-
-    def plan(self, phase, task_name, observation):
-        if phase == 1:
-            return [stuffed_declaration(task_name), EMPTY_HANDOFF]
-        return [_act(ActionType.PROPOSE_PATCH, diff="")]
-
-
-class AlwaysNoChangePolicy(_Scripted):
-    """Hands over an empty belief and declares that no code change is needed."""
-
-    name = "always_no_change"
-
-    def plan(self, phase, task_name, observation):
-        return [EMPTY_HANDOFF] if phase == 1 else [_act(ActionType.DECLARE_NO_CHANGE, reason="looks fine")]
-
-
-class ReproposeBadCommitPolicy(_Scripted):
-    """Hands over an empty belief, fetches the bad commit's diff (else the latest) and proposes it."""
-
-    name = "repropose_bad_commit"
-
-    def plan(self, phase, task_name, observation):
-        if phase == 1:
-            return [EMPTY_HANDOFF]
-        s = get_scenario(task_name)
-        sha = s.bad_commit or load_repo(s.repo).commits[0].sha
-        diff = (observation.get("action_result") or {}).get("diff", "")
-        return [_act(ActionType.GET_FILE_DIFF, commit_sha=sha), _act(ActionType.PROPOSE_PATCH, diff=diff)]
-
-
-class AlertsUntilBudgetPolicy(_Scripted):
-    """Views the alerts until the step budget runs out."""
-
-    name = "view_alerts_forever"
-
-    def plan(self, phase, task_name, observation):
-        return [_act(ActionType.VIEW_ALERTS)] if phase == 1 else [_act(ActionType.LIST_DIR, path=".")]
-
-
-class TestDeletingPolicy(_Scripted):
-    """Hands over an empty belief and proposes a diff that deletes or weakens the tests."""
-
-    name = "delete_tests"
-
-    def plan(self, phase, task_name, observation):
-        if phase == 1:
-            return [EMPTY_HANDOFF]
-        tree = load_repo(get_scenario(task_name).repo).tree
-        weakened = {p: t for p, t in tree.items() if not is_test_path(p)}
-        weakened["tests/conftest.py"] = "collect_ignore_glob = ['test_*.py']\n"
-        return [_act(ActionType.PROPOSE_PATCH, diff=unified_diff(tree, weakened))]
-
-
-class RemediateEverythingPolicy(_Scripted):
-    """Restarts, rolls back and scales every service, declares everything, then hands over empty."""
-
-    name = "remediate_everything"
-
-    def plan(self, phase, task_name, observation):
-        if phase == 2:
-            return [_act(ActionType.PROPOSE_PATCH, diff="")]
-        blanket = [_act(kind, s) for s in SERVICES for kind in PHASE1_REMEDIATION]
-        return blanket + [stuffed_declaration(task_name), EMPTY_HANDOFF]
+from srelib.policies.shortcut_scripts import (AlertsUntilBudgetPolicy, AlwaysNoChangePolicy,
+                                              KeywordStuffingPolicy, NullPolicy,
+                                              RemediateEverythingPolicy, ReproposeBadCommitPolicy,
+                                              TestDeletingPolicy)
 
 
 #: policy class -> (kind, bound): "min" means score >= bound, "max" means score <= bound.
@@ -188,17 +69,16 @@ def gate_cells(cls) -> list[tuple[str, str]]:
 
 def play(policy, task_name: str, seed: int, pool: str | None = None) -> dict:
     """One episode of ``policy`` in ``pool`` (default: the task's joint pool); returns the
-    score breakdown."""
+    score breakdown. A gate policy that raises is a bug in the gate: RuntimeError."""
     from srelib.env.core import IncidentEnv
+    from srelib.rollout import run_episode
 
-    env = IncidentEnv()
-    observation, _ = env.reset(task=task_name, pool=pool or pool_for(task_name), seed=seed)
-    policy.reset(seed=seed, task_name=task_name)
-    while True:
-        action = policy(observation, observation["current_phase"], task_name)
-        observation, _, terminated, truncated, info = env.step(action)
-        if terminated or truncated:
-            return info["score"]
+    episode = run_episode(IncidentEnv(), policy, task_name, pool or pool_for(task_name),
+                          seed=seed)
+    if episode.error is not None:
+        raise RuntimeError(f"gate policy {type(policy).__name__} failed on {task_name}:\n"
+                           f"{episode.error}")
+    return episode.score
 
 
 def _row(policy: str, task: str, score: float, kind: str, bound: float, metric: str = "final",

@@ -21,70 +21,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 from srelib import render
-from srelib.env.actions import ACTION_SPECS, FAULT_CLASSES, SERVICES, ActionType
+from srelib.env.actions import ACTION_SPECS, BELIEF_PARAMS, ActionType, clean_parameters
+from srelib.env.records import handoff
+from srelib.episode import EpisodeRun, EpisodeSpec, EpisodeSteps, advance, episode_steps
 
 MANUAL = "manual"
-#: The values BeliefState documents for its two choice fields.
-P2_COSTS = ("unknown", "low", "medium", "high")
-DECISIONS = ("transition", "continue", "abort")
 #: Widths shared by the pickers so the control rows line up.
 _PICKER_WIDTH = "210px"
 
 
-# ---------------------------------------------------------------- loading and replaying episodes
-
-def load_episode(source: Any, index: int = 0) -> dict:
-    """An Episode dict from an Episode, an Episode dict, an episode JSON file, a run's
-    ``episodes.jsonl`` or a run directory (``index`` picks the line, 0 = first)."""
-    from srelib.results import EPISODES_FILE, Episode
-
-    if isinstance(source, Episode):
-        return source.to_dict()
-    if isinstance(source, dict):
-        return Episode.from_dict(source).to_dict()
-    if not isinstance(source, (str, Path)):
-        raise ValueError("expected an Episode, an Episode dict, or a path to an episode .json, "
-                         f"an episodes.jsonl or a run directory; got {type(source).__name__}")
-    path = Path(source)
-    if path.is_dir():
-        path = path / EPISODES_FILE
-    if not path.exists():
-        raise ValueError(f"{path} does not exist")
-    if path.suffix == ".jsonl":
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if not -len(lines) <= index < len(lines):
-            raise ValueError(f"index {index} out of range: {path} holds {len(lines)} episodes")
-        return Episode.from_json(lines[index]).to_dict()
-    return Episode.from_dict(json.loads(path.read_text(encoding="utf-8"))).to_dict()
-
+# ---------------------------------------------------------------- replaying episodes
 
 def replay(episode: dict) -> tuple[dict | None, list[dict | None], str | None]:
-    """Re-run an episode's recorded actions in a fresh environment to recover what it saw.
+    """What a stored episode's agent saw, from :func:`srelib.verify_episode`'s replay:
+    ``(reset_observation, observations, note)``, one observation per record, None from the
+    first record that does not replay (``note`` then says where)."""
+    from srelib.verify import verify_episode
 
-    Returns ``(reset_observation, observations, note)``: one observation per trajectory record
-    (the pool-B handoff record gets the reset observation). The environment is deterministic,
-    so a replay reproduces the run; if a record's statuses or reward differ (an episode from
-    another srelib version), observations stop there and ``note`` says where.
-    """
-    from srelib.env.core import IncidentEnv
-
-    steps = episode.get("steps") or []
-    env = IncidentEnv()
-    try:
-        first, _info = env.reset(task=episode["task"], pool=episode.get("pool"),
-                                 mode=episode.get("mode"), seed=episode["seed"])
-    except (KeyError, ValueError) as exc:
-        return None, [None] * len(steps), f"cannot replay this episode: {exc}"
-    observations: list[dict | None] = [first] * min(len(env.trajectory), len(steps))
-    for number, record in enumerate(steps[len(observations):], len(observations)):
-        obs, reward, _term, _trunc, _info = env.step(record.get("action"))
-        if obs.get("service_statuses") != record.get("statuses") or \
-                abs(reward - float(record.get("reward") or 0.0)) > 1e-6:
-            note = (f"replay diverged at record {number} (step {record.get('step')}); "
-                    "later steps show the recorded trajectory only")
-            return first, observations + [None] * (len(steps) - number), note
-        observations.append(obs)
-    return first, observations, None
+    check = verify_episode(episode)
+    note = None if check.records_match else (
+        f"replay diverged: {check.problems[0]}; later steps show the recorded trajectory only")
+    return check.first_observation, list(check.observations), note
 
 
 def to_html(episode: Any, index: int = 0, replay_results: bool = True) -> str:
@@ -94,6 +51,8 @@ def to_html(episode: Any, index: int = 0, replay_results: bool = True) -> str:
     shows its rendered result (alerts, logs, metrics, files, diffs), recovered by a
     deterministic replay. The page is byte-identical for a fixed seed.
     """
+    from srelib.results import load_episode
+
     data = load_episode(episode, index)
     if not replay_results:
         return render.episode_html(data)
@@ -111,7 +70,7 @@ def _widgets():
 
 def _policy_name(policy: Any) -> str:
     """The picker's name for ``policy``: its ``srelib eval`` name if it has one."""
-    from srelib.cli import registered_name
+    from srelib.policies.registry import registered_name
 
     try:
         registered = registered_name(policy)
@@ -126,7 +85,7 @@ def _default_policies() -> dict[str, Callable[[], Any]]:
 
     if importlib.util.find_spec("srelib.policies") is None:
         return {}
-    from srelib.cli import POLICY_CLASSES, scripted_policy
+    from srelib.policies.registry import POLICY_CLASSES, scripted_policy
 
     return {name: scripted_policy(name) for name in POLICY_CLASSES}
 
@@ -162,7 +121,12 @@ class _Panes:
 # ---------------------------------------------------------------- the manual action form
 
 class _ActionForm:
-    """Pick one of the valid actions and fill its parameters (built from ACTION_SPECS)."""
+    """Pick one of the valid actions and fill its parameters.
+
+    Fields are built from the parameters' declarations (``ACTION_SPECS``, ``BELIEF_PARAMS``):
+    bounded number boxes for bounded ints, dropdowns for closed vocabularies; the form is
+    checked with the environment's own functions before anything is sent.
+    """
 
     def __init__(self):
         w = _widgets()
@@ -207,22 +171,19 @@ class _ActionForm:
             return None
 
     def problems(self) -> list[str]:
-        """What keeps the form from being an action: required fields left blank, and values
-        of the wrong type (each named once). Empty when the form is ready to step."""
-        spec, found = self._spec(), []
-        if spec is None:
+        """Why the environment would refuse the form's action, as it would say it (the
+        parameters go through ``clean_parameters``, a belief through ``coerce_belief``);
+        empty when the form is ready to step."""
+        from srelib.env.belief import coerce_belief
+
+        if self._spec() is None:
             return ["pick an action"]
-        for name, param in spec.params.items():
-            widget = self.fields.get(name)
-            if widget is None:  # the belief: its fields have defaults or are optional
-                continue
-            value = _field_value(widget)
-            if value is None and param.required:
-                found.append(f"{name} is required ({param.doc})")
-            elif value is not None and getattr(widget, "param_type", None) is int and \
-                    not isinstance(value, int):
-                found.append(f"{name} must be a whole number, got {widget.value.strip()!r}")
-        return found
+        action = self.action()
+        params = action["parameters"]
+        _, problem = clean_parameters(action["action_type"], params)
+        if problem is None and "belief" in params:
+            problem = coerce_belief(params["belief"])[1]
+        return [] if problem is None else [problem]
 
     def action(self) -> dict:
         """The action the form describes now (blank optional fields are left out)."""
@@ -243,47 +204,46 @@ class _ActionForm:
                 "parameters": params}
 
 
-def _param_widget(name: str, param) -> Any:
+#: Where the hand-over form starts: ready to hand over, confidences midway.
+_BELIEF_FORM_START = {"decision": "transition", "service_confidence": 0.5, "fault_confidence": 0.5}
+
+
+def _param_widget(name: str, param, start: Any = None, label: str = "110px") -> Any:
+    """The field for one declared parameter: a checkbox, a dropdown of its choices (with a
+    blank entry when it may be left out), a bounded number box, a slider, or a text box that
+    shows the description. ``start`` overrides the declared default as the initial value."""
     w = _widgets()
-    layout = w.Layout(width="640px")
-    style = {"description_width": "110px"}
+    value = param.default if start is None else start
+    kw = {"description": name, "layout": w.Layout(width="640px"),
+          "style": {"description_width": label}}
     if param.type is bool:
-        return w.Checkbox(description=name, value=bool(param.default), indent=False)
-    if name == "service":
-        return w.Dropdown(description=name, options=["", *SERVICES], layout=layout, style=style)
-    if name == "fault_class":
-        return w.Dropdown(description=name, options=["", *FAULT_CLASSES], layout=layout,
-                          style=style)
-    hint = param.doc + ("" if param.default is None else f" (default {param.default})")
+        return w.Checkbox(description=name, value=bool(value), indent=False)
+    if param.choices is not None:
+        options = list(param.choices) if value is not None else ["", *param.choices]
+        return w.Dropdown(options=options, value=value or "", **kw)
+    bounded = param.minimum is not None and param.maximum is not None
+    if param.type is int and bounded and value is not None:
+        return w.BoundedIntText(value=value, min=param.minimum, max=param.maximum, **kw)
+    if param.type is float and bounded:
+        return w.FloatSlider(value=value or 0.0, min=param.minimum, max=param.maximum,
+                             step=0.05, **kw)
+    hint = param.description + ("" if param.default is None else f" (default {param.default})")
     hint += " \u2014 required" if param.required else ""
-    cls = w.Textarea if name in ("diff", "root_cause", "reason") else w.Text
-    widget = cls(description=name, placeholder=hint, layout=layout, style=style)
+    hint += "; comma-separated" if param.type is list else ""
+    cls = w.Textarea if name in ("diff", "root_cause", "reason", "reasoning") else w.Text
+    widget = cls(placeholder=hint, **kw)
     widget.param_type = param.type
     return widget
 
 
 def _belief_fields() -> dict[str, Any]:
-    w = _widgets()
-    layout = w.Layout(width="640px")
-    style = {"description_width": "160px"}
-    fields = {
-        "suspected_service": w.Dropdown(options=["", *SERVICES]),
-        "suspected_fault_class": w.Dropdown(options=["", *FAULT_CLASSES]),
-        "service_confidence": w.FloatSlider(min=0.0, max=1.0, step=0.05, value=0.5),
-        "fault_confidence": w.FloatSlider(min=0.0, max=1.0, step=0.05, value=0.5),
-        "evidence_gaps": w.Text(placeholder="comma-separated"),
-        "estimated_p2_cost": w.Dropdown(options=P2_COSTS,
-                                        value="unknown"),
-        "decision": w.Dropdown(options=DECISIONS,
-                               value="transition"),
-        "reasoning": w.Textarea(),
-    }
-    for name, widget in fields.items():
-        widget.description, widget.layout, widget.style = name, layout, style
-    return {f"belief.{name}": widget for name, widget in fields.items()}
+    return {f"belief.{name}": _param_widget(name, param, _BELIEF_FORM_START.get(name), "160px")
+            for name, param in BELIEF_PARAMS.items()}
 
 
 def _field_value(widget) -> Any:
+    """What the field puts in the action: None for a blank text or choice; an int field's
+    text as a number when it reads as one (else as typed, for the check to name)."""
     value = widget.value
     if isinstance(value, str):
         if not value.strip():
@@ -292,7 +252,7 @@ def _field_value(widget) -> Any:
             try:
                 return int(value.strip())
             except ValueError:
-                return value  # problems() names it before anything is stepped
+                return value
     return value
 
 
@@ -372,8 +332,8 @@ class EpisodeStepper(_Displayable):
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.obs: dict = {}
-        self.info: dict = {}
+        self.run: EpisodeRun | None = None
+        self._steps: EpisodeSteps | None = None
         self.last_action: dict | None = None
         self.manual_box = w.VBox([self.form.picker, self.form.box])
         wrap = w.Layout(flex_flow="row wrap")  # narrow screens: controls wrap, not cut off
@@ -392,8 +352,17 @@ class EpisodeStepper(_Displayable):
         return self.task_picker.value
 
     @property
+    def obs(self) -> dict:
+        """The observation the next action answers (the last one once the episode is over)."""
+        return self.run.obs if self.run is not None else {}
+
+    @property
+    def info(self) -> dict:
+        return self.run.info if self.run is not None else {}
+
+    @property
     def done(self) -> bool:
-        return bool(self.obs.get("done"))
+        return self.run is not None and self.run.done
 
     @property
     def running(self) -> bool:
@@ -426,13 +395,15 @@ class EpisodeStepper(_Displayable):
         from srelib.rollout import reset_policy
 
         with self._lock:
-            self.obs, self.info = self.env.reset(task=self.task, pool=self.pool_picker.value,
-                                                 mode=self.mode, seed=self.seed_picker.value)
+            spec = EpisodeSpec.resolve(self.task, self.pool_picker.value, self.mode,
+                                       self.seed_picker.value)
+            self._steps = episode_steps(self.env, spec)
+            self.run = advance(self._steps, first=True)
             self.last_action = None
             for policy in self._policies.values():
                 reset_policy(policy, self.seed_picker.value, self.task)
             self._render()
-            self._status("")
+            self._status(self._failure())
             return self.obs
 
     def step(self, action: dict | None = None):
@@ -511,18 +482,16 @@ class EpisodeStepper(_Displayable):
             if self.done:
                 self._status("The episode is over: press Reset for a new one.", error=True)
                 return None
-            self.obs, reward, terminated, truncated, self.info = self.env.step(action)
+            run = self.run = advance(self._steps, action)
             self.last_action = action if isinstance(action, dict) else {"action_type": action}
             self._render()
-            self._status("")  # an invalid action's error is in the action pane, once
-            return self.obs, reward, terminated, truncated, self.info
+            self._status(self._failure())  # an invalid action's error is in the action pane
+            return run.obs, run.reward, run.terminated, run.truncated, run.info
 
-    def _handoff(self) -> tuple[dict | None, bool]:
-        for record in reversed(self.env.trajectory):
-            effect = record.get("effect") or {}
-            if "belief" in effect:
-                return effect["belief"], bool(effect.get("oracle"))
-        return None, False
+    def _failure(self) -> str:
+        """The last line of an environment failure that ended the episode, else ''."""
+        error = self.run.error if self.run is not None else None
+        return f"The environment failed: {error.strip().splitlines()[-1]}" if error else ""
 
     def _render(self) -> None:
         obs, set_pane = self.obs, self.panes.set
@@ -530,8 +499,7 @@ class EpisodeStepper(_Displayable):
         set_pane("board", render.status_board(obs.get("service_statuses")))
         set_pane("rewards", render.rewards(obs))
         set_pane("action", render.last_action(self.last_action, obs))
-        handoff, oracle = self._handoff()
-        set_pane("belief", render.belief(handoff, oracle))
+        set_pane("belief", render.belief(*handoff(self.env.trajectory)))
         set_pane("score", render.score(self.info.get("score")) if self.done else "")
         self.counter.value = render.pane(render.counter(
             obs.get("steps_taken"), obs.get("max_steps"), obs.get("current_phase"), self.done))
@@ -568,6 +536,8 @@ class TrajectoryViewer(_Displayable):
     """
 
     def __init__(self, episode_or_path: Any, index: int = 0, interval_ms: int = 700):
+        from srelib.results import load_episode
+
         w = _widgets()
         self.episode = load_episode(episode_or_path, index)
         self.steps = list(self.episode.get("steps") or [])
@@ -629,9 +599,6 @@ class TrajectoryViewer(_Displayable):
                                                cumulative, index == len(self.steps) - 1))
         set_pane("status", render.error_box(self.note) if self.note and obs is None else "")
         set_pane("action", render.step_record(record, obs, board=False))  # the board pane has it
-        handoff = next(((r["effect"]["belief"], bool(r["effect"].get("oracle")))
-                        for r in reversed(self.steps[:index + 1])
-                        if "belief" in (r.get("effect") or {})), (None, False))
-        set_pane("belief", render.belief(*handoff))
+        set_pane("belief", render.belief(*handoff(self.steps[:index + 1])))
         set_pane("score", render.score(self.episode.get("score")) if index == len(self.steps) - 1
                  else "")

@@ -122,6 +122,6 @@ def test_run_all_prints_one_table(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    from srelib.testing import tiny_chat_model
+    from srelib.tiny_model import tiny_chat_model
 
     return Path(tiny_chat_model(tmp_path_factory.mktemp("tiny") / "model"))

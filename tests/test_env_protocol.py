@@ -56,7 +56,7 @@ def test_every_task_in_every_pool_runs_a_scripted_episode(task, pool):
     if pool == "B":
         check_obs(obs, 2)
         assert env.trajectory[0]["step"] == 0 and env.trajectory[0]["effect"]["oracle"] is True
-        assert obs["bad_commit_sha"] == env._infra.incident_deploys[SERVICES.index(sc.root_cause_service)]
+        assert obs["bad_commit_sha"] == env.state.incident_deploys[sc.root_cause_service]
         steps = [("list_dir", {"path": "."}), ("get_git_log", {"n_commits": 5}),
                  ("declare_no_change", {"reason": "scripted"})]
     else:
@@ -69,7 +69,7 @@ def test_every_task_in_every_pool_runs_a_scripted_episode(task, pool):
     for k, (name, params) in enumerate(steps):
         if name == "transition":
             obs, reward, terminated, truncated, info = oracle_transition(env)
-            assert obs["bad_commit_sha"] == env._infra.incident_deploys[SERVICES.index(sc.root_cause_service)]
+            assert obs["bad_commit_sha"] == env.state.incident_deploys[sc.root_cause_service]
             assert obs["file_tree"] == sorted(obs["file_tree"]) and obs["issue"]
         else:
             target = sc.root_cause_service if name == "check_deploy_history" else None
@@ -402,3 +402,40 @@ def test_help_teaches_the_protocol():
     for needle in ("reset(", "step(", "valid_actions", "query_logs:orders", "trajectory",
                    "score"):
         assert needle in doc
+
+
+def test_clean_parameters_fills_defaults_drops_strangers_and_is_idempotent():
+    clean, error = A.clean_parameters("query_logs", {"level": "warn", "limit": 3, "junk": 1})
+    assert error is None and clean == {"level": "WARN", "keyword": None, "limit": 3}
+    assert A.clean_parameters(A.ActionType.QUERY_LOGS, clean) == (clean, None)
+    for action, spec in A.ACTION_SPECS.items():
+        required = {n: "x" for n, p in spec.params.items() if p.required}
+        clean, error = A.clean_parameters(action, required)
+        assert error is None and set(clean) == set(spec.params), action
+        assert all(clean[n] == p.default for n, p in spec.params.items() if not p.required)
+        assert A.clean_parameters(action, clean) == (clean, None)
+    assert A.clean_parameters("list_dir", ["."]) == (None, "parameters must be a dict, got list")
+    with pytest.raises(ValueError, match="valid: .*'view_alerts'"):
+        A.clean_parameters("no_such_action", {})
+
+
+def test_the_env_enforces_every_declared_bound_and_choice():
+    """What each Param declares (bounds, choices) is exactly what step accepts or refuses."""
+    env = srelib.IncidentEnv()
+    checked = 0
+    for action, spec in A.ACTION_SPECS.items():
+        base = {n: "x" for n, p in spec.params.items() if p.required}
+        for name, param in spec.params.items():
+            cases = [(v, True) for v in (param.minimum, param.maximum) if v is not None]
+            cases += [(param.minimum - 1, False)] if param.minimum is not None else []
+            cases += [(param.maximum + 1, False)] if param.maximum is not None else []
+            if param.choices is not None:
+                cases += [(c, True) for c in param.choices] + [(f"not-a-{name}", False)]
+            for value, accepted in cases:
+                env.reset(task="memory_leak", pool="B" if spec.phase == 2 else "C", seed=1)
+                obs, _, _, _, info = act(env, action.value, "cache" if spec.targeted else None,
+                                         **{**base, name: value})
+                refused = not info["valid"] and f"parameters.{name} " in info["error"]
+                assert refused is not accepted, (action, name, value, info.get("error"))
+                checked += 1
+    assert checked >= 40

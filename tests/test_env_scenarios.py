@@ -69,7 +69,7 @@ def fresh(task, seed=0):
 
 def healed(env):
     obs = wait(env, RELIEF_MINUTES + 3)
-    return all(s == "healthy" for s in obs["service_statuses"].values()) and env._infra.healed()
+    return all(s == "healthy" for s in obs["service_statuses"].values()) and env.state.healed
 
 
 def test_tasks_in_registry_order_and_lookup():
@@ -222,7 +222,7 @@ def test_seeded_noise_never_contradicts_the_summary(task, quiet):
 def test_required_remediation_heals(task, seed):
     env, obs = fresh(task, seed)
     if task != "circuit_breaker_noop":
-        assert not env._infra.healed()
+        assert not env.state.healed
     remediate(env, srelib.get_scenario(task).required_remediation)
     assert healed(env)
 
@@ -239,7 +239,7 @@ def test_every_required_step_is_needed(task):
 def _wrong_remediation(env):
     sc = env.scenario
     for svc in SERVICES:
-        if f"rollback_deploy:{svc}" not in sc.required_remediation and env._infra.can_rollback(svc):
+        if f"rollback_deploy:{svc}" not in sc.required_remediation and svc in env.state.rollbackable:
             act(env, "rollback_deploy", svc)
     for svc in SERVICES:
         act(env, "restart_service", svc)
@@ -255,7 +255,7 @@ def test_wrong_remediation_does_not_heal(task):
 
 def test_remediating_a_healthy_system_is_harmful():
     env, _ = fresh("circuit_breaker_noop")
-    assert env._infra.healed()
+    assert env.state.healed
     obs, reward, *_ = act(env, "rollback_deploy", "orders")
     assert env.trajectory[-1]["effect"]["cleared_faults"] == []
     assert harmful_actions(env.scenario, env.trajectory) == 1

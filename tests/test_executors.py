@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import srelib
-from srelib.cli import build_policy
+from srelib.policies.registry import build_policy
 from srelib.rollout import RayExecutor
 
 GRID = dict(tasks=["memory_leak", "cascading_failure"], pools=["A", "C"], seeds=2,

@@ -6,10 +6,11 @@ from matplotlib.collections import PathCollection, PolyCollection
 from matplotlib.patches import Rectangle
 
 from srelib import plots
-from srelib.cli import scripted_policy
+from srelib.policies.registry import scripted_policy
 from srelib.env.grading import WEIGHTS
 from srelib.policies import RevertPhase2Policy
-from srelib.rollout import ceiling_table, evaluate
+from srelib.ceiling import ceiling_table
+from srelib.rollout import evaluate
 
 TASKS = ["memory_leak", "cascading_failure", "circuit_breaker_noop"]
 POLICIES = ["heuristic-revert", "oracle-random", "random"]

@@ -2,12 +2,13 @@
 
 import importlib
 import subprocess
+from dataclasses import asdict
 
 import pytest
 
 import srelib
 from srelib.env.actions import ACTION_SPECS, SERVICES
-from srelib.env.belief import BELIEF_FIELDS
+from srelib.env.belief import BELIEF_FIELDS, BeliefState
 from srelib.policies import (CompositePolicy, HeuristicPhase1Policy, NullPhase1Policy,
                              OracleP1ThenRandomP2Policy, RandomPhase2Policy, RevertPhase2Policy,
                              call_reset)
@@ -301,6 +302,36 @@ def test_system_prompt_carries_the_action_and_belief_schemas():
     for name in BELIEF_FIELDS:
         assert name in SYSTEM_PROMPT
     assert "root_cause: str" in SYSTEM_PROMPT and "commit_sha: str" in SYSTEM_PROMPT
+
+
+def test_tools_and_prompt_carry_every_declared_bound_and_choice():
+    from srelib.env.actions import BELIEF_PARAMS
+    from srelib.policies.tools import BELIEF_SCHEMA, tool_definitions
+
+    tools = {t["function"]["name"]: t["function"]["parameters"]["properties"]
+             for t in tool_definitions()}
+    prompt = SYSTEM_PROMPT.splitlines()
+    for action, spec in ACTION_SPECS.items():
+        line = next(line for line in prompt if line.startswith(f"- {action.value}"))
+        for name, param in spec.params.items():
+            schema = tools[action.value][name]
+            assert (schema.get("minimum"), schema.get("maximum"), schema.get("default")) == \
+                (param.minimum, param.maximum, param.default), (action, name)
+            assert schema.get("enum") == (list(param.choices) if param.choices else None)
+            assert schema["description"] == param.description
+            if param.minimum is not None and param.maximum is not None:
+                assert f"{name}?: int {param.minimum}-{param.maximum}" in line
+                assert f"({param.minimum}-{param.maximum})" in param.description
+            if param.choices is not None:
+                assert "|".join(param.choices) in line
+    assert tuple(BELIEF_PARAMS) == BELIEF_FIELDS
+    declared = {n: p.default for n, p in BELIEF_PARAMS.items() if p.default is not None}
+    assert declared == {n: v for n, v in asdict(BeliefState()).items() if n in declared}
+    for name, param in BELIEF_PARAMS.items():
+        schema = BELIEF_SCHEMA["properties"][name]
+        assert (schema.get("minimum"), schema.get("maximum")) == (param.minimum, param.maximum)
+        assert [v for v in schema.get("enum", []) if v is not None] == list(param.choices or [])
+        assert f"- {name}: {param.description}" in prompt
 
 
 def test_history_trimming_keeps_the_system_prompt_and_the_incident():

@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 
 import srelib
-from srelib.cli import scripted_policy
+from srelib.policies.registry import scripted_policy
 from srelib.env.actions import PARSE_ERROR, ActionType
 from srelib.policies import (NullPhase1Policy, OracleP1ThenRandomP2Policy, RandomPhase2Policy,
                              RevertPhase2Policy)
 from srelib.results import COLUMNS, load_episodes, load_run
-from srelib.rollout import ceiling_table, evaluate, measure_null_context, run_episode
+from srelib.ceiling import ceiling_table, measure_null_context
+from srelib.rollout import evaluate, run_episode
 
 TIMING = ["wall_s", "latency_s"]
 GRID = {"tasks": ["memory_leak", "circuit_breaker_noop", "info_ordering"], "pools": ["B", "C"],
@@ -282,7 +283,7 @@ def test_heuristic_and_revert_baselines_vary_over_fifty_seeds():
 
 def _seed_module():
     """The seed's policies.py, with its three relative imports replaced as DESIGN.md says."""
-    from srelib.testing import SEED_POLICIES, load_seed_policies
+    from helpers import SEED_POLICIES, load_seed_policies
 
     if not SEED_POLICIES.exists():
         pytest.skip(f"the seed document is not beside this checkout ({SEED_POLICIES})")

@@ -20,12 +20,12 @@ import requests  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 import srelib  # noqa: E402
-from srelib.cli import build_policy  # noqa: E402
+from srelib.policies.registry import build_policy  # noqa: E402
 from srelib.env.actions import ACTION_SPECS, ActionType  # noqa: E402
 from srelib.remote import RemoteEnv, SreClient  # noqa: E402
 from srelib.rollout import reset_policy  # noqa: E402
 from srelib.server import SreAction, observation_dict, running  # noqa: E402
-from srelib.testing import free_port  # noqa: E402
+from srelib.tiny_model import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: (task, pool, seed) of the concurrent sessions: every pool, train and held-out tasks.

@@ -88,7 +88,7 @@ def test_every_action_method_has_a_typed_signature_and_docstring():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from srelib.testing import tiny_chat_model
+    from srelib.tiny_model import tiny_chat_model
 
     return tiny_chat_model(tmp_path_factory.getbasetemp() / "tiny_chat_model")
 

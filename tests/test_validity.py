@@ -18,7 +18,7 @@ from srelib.policies.adversarial import (RELEASE_TAG, BlindRevertPolicy, Memoris
                                          RewardProbePolicy, class_from_description, train_answers)
 from srelib.policies.hijack import HIJACK_POLICIES
 from srelib.policies.reference import ReferencePolicy
-from srelib.testing import SEED_POLICIES, load_seed_policies
+from helpers import SEED_POLICIES, load_seed_policies
 from srelib.validity import (GATE, GATE_METRIC, GATE_POOLS, AlwaysNoChangePolicy,
                              HedgedDeclarationPolicy, format_validity_summary,
                              format_validity_table, gate_cells, play, pool_for, validity_table)

@@ -276,7 +276,7 @@ def test_to_html_flags_a_trajectory_that_no_longer_replays(episode):
     data["steps"] = [dict(r) for r in data["steps"]]
     data["steps"][2]["reward"] += 1.0
     page = to_html(data)
-    assert "replay diverged at record 2" in page
+    assert "replay diverged: record 2 (step 3) differs from the replay in reward" in page
     assert page.count("<h3>Alerts (") == 1  # only the records before the divergence
 
 
@@ -320,29 +320,66 @@ def test_every_action_gets_a_form_from_its_spec(stepper):
         assert stepper.form.action()["action_type"] == action_type.value
 
 
-def test_manual_form_errors_spend_no_budget_and_keep_the_values(stepper):
-    stepper.form.picker.value = "query_logs:orders"
-    stepper.form.fields["limit"].value = "five"
-    stepper.form.fields["keyword"].value = "OOM"
+@pytest.fixture
+def phase2_stepper():
+    return EpisodeStepper(task="memory_leak", pool="B", seed=7, policies={})
+
+
+def test_manual_form_errors_spend_no_budget_and_keep_the_values(stepper, phase2_stepper):
+    stepper.form.picker.value = "declare_root_cause"
+    stepper.form.fields["service"].value = "orders"
     assert stepper.step() is None
     assert stepper.obs["steps_taken"] == 0 and stepper.env.trajectory == []  # nothing stepped
     status = _pane(stepper, "status")
-    assert status.count("srl-error") == 1 and status.count("limit must be a whole number") == 1
-    assert stepper.form.fields["keyword"].value == "OOM"  # what was typed stays
-    stepper.form.picker.value = "declare_root_cause"
-    stepper.step_button.click()
-    assert stepper.obs["steps_taken"] == 0 and "root_cause is required" in _pane(stepper, "status")
+    assert status.count("srl-error") == 1
+    assert status.count("declare_root_cause needs parameters.root_cause") == 1
+    assert stepper.form.fields["service"].value == "orders"  # what was chosen stays
     stepper.form.fields["root_cause"].value = "orders leaks memory"
     stepper.step_button.click()
     assert stepper.obs["steps_taken"] == 1 and _pane(stepper, "status") == ""
+    form = phase2_stepper.form
+    form.picker.value = "read_file"
+    form.fields["path"].value = "orders/models.py"
+    for typed, problem in (("five", "parameters.start_line must be int, got str"),
+                           ("0", "parameters.start_line must be at least 1")):
+        form.fields["start_line"].value = typed
+        phase2_stepper.step_button.click()
+        assert problem in _pane(phase2_stepper, "status")
+        assert phase2_stepper.obs["steps_taken"] == 0 and form.fields["start_line"].value == typed
 
 
-def test_values_survive_an_invalid_step(stepper):
-    stepper.form.picker.value = "scale_service:orders"
-    stepper.form.fields["replicas"].value = "99"  # a whole number the environment rejects
-    stepper.step_button.click()
-    assert stepper.obs["steps_taken"] == 1 and "between 1 and 10" in _pane(stepper, "action")
-    assert stepper.form.fields["replicas"].value == "99"
+def test_values_survive_a_failed_step(phase2_stepper):
+    form = phase2_stepper.form
+    form.picker.value = "read_file"
+    form.fields["path"].value = "no/such_file.py"
+    phase2_stepper.step_button.click()
+    assert phase2_stepper.obs["steps_taken"] == 1 and "not found" in _pane(phase2_stepper, "action")
+    assert form.fields["path"].value == "no/such_file.py"
+
+
+def test_form_fields_follow_the_parameter_declarations(stepper):
+    from srelib.env.actions import ACTION_SPECS, BELIEF_PARAMS
+
+    for action_type, spec in ACTION_SPECS.items():
+        stepper.form.set_valid_actions([action_type.value])
+        for name, param in spec.params.items():
+            if name == "belief":
+                continue
+            field = stepper.form.fields[name]
+            if param.choices is not None:
+                assert [o for o in field.options if o] == list(param.choices), name
+            if param.type is int and param.maximum is not None:
+                assert (field.min, field.max, field.value) == (param.minimum, param.maximum,
+                                                               param.default), name
+                field.value = param.maximum + 1  # the box holds to the declared bound
+                assert field.value == param.maximum
+    stepper.form.set_valid_actions(["transition_to_phase2"])
+    for name, param in BELIEF_PARAMS.items():
+        field = stepper.form.fields[f"belief.{name}"]
+        if param.choices is not None:
+            assert [o for o in field.options if o] == list(param.choices), name
+        if param.type is float:
+            assert (field.min, field.max) == (param.minimum, param.maximum), name
 
 
 def test_a_policy_has_one_name_in_the_picker():
@@ -358,7 +395,7 @@ def test_a_policy_has_one_name_in_the_picker():
 
 
 def test_the_viewer_draws_each_pane_once(tmp_path):
-    from srelib.cli import scripted_policy
+    from srelib.policies.registry import scripted_policy
 
     from srelib.env.core import IncidentEnv
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from srelib.testing import free_port
+from srelib.tiny_model import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 HERE = Path(__file__).parent

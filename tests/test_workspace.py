@@ -173,6 +173,19 @@ def test_regex_search_still_finds_lines_and_reports_truncation(big):
     assert ok and result["count"] >= 1
 
 
+def test_the_workspace_takes_the_declared_defaults_and_bounds(big):
+    from srelib.env.actions import ACTION_SPECS, ActionType
+
+    max_hits = ACTION_SPECS[ActionType.SEARCH_CODE].params["max_hits"]
+    query = {"query": "aaa", "path_glob": "big/lines.py"}
+    ok, result, _ = big.execute("search_code", query)
+    assert ok and result["count"] == max_hits.default and result["truncated"]
+    ok, result, _ = big.execute("search_code", {**query, "max_hits": max_hits.maximum})
+    assert ok and result["count"] == max_hits.maximum
+    ok, result, _ = big.execute("search_code", {**query, "max_hits": max_hits.maximum + 1})
+    assert not ok and result["error"] == f"parameters.max_hits must be between 1 and {max_hits.maximum}"
+
+
 def test_unsupported_regex_features_get_a_clear_error(ws):
     for query in ("(a)\\1", "(?=x)y", "(?<=x)y"):
         ok, result, _ = ws.execute("search_code", {"query": query, "regex": True})

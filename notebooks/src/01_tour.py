@@ -89,7 +89,7 @@ print(f"{len(obs['valid_actions'])} valid actions now, e.g.", obs["valid_actions
 # widget's own one-line summary plus the action just taken.
 
 # %%
-from srelib.cli import scripted_policy
+from srelib import scripted_policy
 from srelib.widgets import EpisodeStepper
 
 stepper = EpisodeStepper(policy=scripted_policy(POLICY)(), task=TASK, pool=POOL, seed=SEED)

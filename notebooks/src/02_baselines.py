@@ -27,14 +27,14 @@ POLICIES = ["null", "random", "oracle-random", "heuristic", "heuristic-revert", 
 # %% [markdown]
 # ## The policies
 #
-# Each name is a scripted policy of `srelib eval` (`srelib.cli.POLICY_CLASSES`): one class that
+# Each name is a scripted policy of `srelib eval` (`srelib.POLICY_CLASSES`): one class that
 # plays both phases, or a phase-1 class joined to a phase-2 class by `CompositePolicy`.
 
 # %%
 import pandas as pd
 from IPython.display import Markdown, display
 
-from srelib.cli import POLICY_CLASSES, scripted_policy
+from srelib import POLICY_CLASSES, scripted_policy
 from srelib.stats import to_markdown
 
 roster = pd.DataFrame([{"policy": name, "phase 1": classes[0],

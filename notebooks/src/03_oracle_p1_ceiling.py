@@ -37,7 +37,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 import srelib
-from srelib.cli import build_policy
+from srelib import build_policy
 from srelib.stats import to_markdown
 
 phase2 = {name: functools.partial(build_policy, name) for name in PHASE2}
@@ -51,13 +51,13 @@ display(Markdown("Null-handoff repair per task (the r_cross baseline):\n\n" + to
 # %% [markdown]
 # ## The three handoffs
 #
-# `srelib.rollout.ceiling_episodes` runs every handoff for one phase-2 policy; passing the
+# `srelib.ceiling.ceiling_episodes` runs every handoff for one phase-2 policy; passing the
 # calibration as `null_repair` makes every episode carry its `r_cross`. `summarize_ceiling`
 # turns the episodes into mean repair per task and handoff, with bootstrap CIs, and the paired gap
 # to the oracle handoff.
 
 # %%
-from srelib.rollout import ceiling_episodes, summarize_ceiling
+from srelib.ceiling import ceiling_episodes, summarize_ceiling
 
 runs, tables = [], []
 for name, factory in phase2.items():

@@ -50,7 +50,7 @@ if "google.colab" in sys.modules:  # Colab secrets, if you added them
 # %% [markdown]
 # ## The endpoint
 #
-# A configured endpoint is used as is. Otherwise `srelib.testing.serve_tiny_model` builds the
+# A configured endpoint is used as is. Otherwise `srelib.tiny_model.serve_tiny_model` builds the
 # tiny model (once per machine), starts `transformers serve` on a free loopback port and waits
 # until it listens. The server lives in an `ExitStack`: the last cell stops it, a failing run
 # cell stops it, and so does the kernel shutting down.
@@ -60,7 +60,7 @@ import atexit
 import contextlib
 from urllib.parse import urlsplit
 
-from srelib.testing import TINY_PROMPT_LIMITS, serve_tiny_model
+from srelib.tiny_model import TINY_PROMPT_LIMITS, serve_tiny_model
 
 endpoint = contextlib.ExitStack()
 atexit.register(endpoint.close)

@@ -105,7 +105,7 @@ else:
 
 # %%
 from srelib.policies import HFTransformersChatPolicy
-from srelib.testing import TINY_PROMPT_LIMITS, tiny_chat_model
+from srelib.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
 
 if use_tiny:
     model_name = "tiny"
@@ -136,7 +136,7 @@ import time
 import pandas as pd
 
 import srelib
-from srelib.cli import scripted_policy
+from srelib import scripted_policy
 from srelib.results import load_episodes
 
 run_dir = tempfile.mkdtemp(prefix="srelib-gemma-")

@@ -1,13 +1,17 @@
 """The action vocabulary: action names, services, fault classes and parameter schemas.
 
-This module is the single source of truth for what an agent may send. The environment
-validates against it, the prompts render it and the widgets build their forms from it.
+This module is the single source of truth for what an agent may send. Every parameter is
+declared once, as a :class:`Param` (type, default, bounds or allowed values, meaning);
+:func:`clean_parameters` checks an action's parameters against those declarations for the
+environment and the workspace, and the prompt, the tool definitions and the widgets' forms
+are all generated from them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 
 class ActionType(str, Enum):
@@ -64,6 +68,9 @@ FAULT_CLASSES: dict[str, str] = {
     "none": "nothing is wrong: the report is spurious and no change is needed",
 }
 
+#: Log levels, least to most severe; ``query_logs.level`` takes one, in any case.
+LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+
 PHASE1_DIAGNOSTIC = (
     ActionType.VIEW_ALERTS, ActionType.QUERY_LOGS, ActionType.CHECK_METRICS,
     ActionType.CHECK_DEPENDENCIES, ActionType.CHECK_DEPLOY_HISTORY, ActionType.RUN_HEALTH_CHECK,
@@ -82,12 +89,62 @@ PHASE2_ACTIONS = PHASE2_DIAGNOSTIC + PHASE2_TERMINAL
 
 @dataclass(frozen=True)
 class Param:
-    """One action parameter: its JSON type, whether it is required, and what it means."""
+    """One action parameter, declared once.
+
+    ``type`` is its JSON type; ``default`` stands in when it is absent or null; ``minimum`` and
+    ``maximum`` bound a number; ``choices`` close a string's vocabulary (matched in any case when
+    ``any_case``, and cleaned to the declared spelling); ``nonblank`` refuses whitespace-only
+    text. ``doc`` says what it means; :attr:`description` adds the bounds or choices.
+    """
 
     type: type
     required: bool = False
     doc: str = ""
-    default: object = None
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    any_case: bool = False
+    nonblank: bool = False
+
+    @property
+    def description(self) -> str:
+        """``doc`` with the allowed range or values, as the prompt, tools and forms show it."""
+        if self.minimum is not None and self.maximum is not None:
+            return f"{self.doc} ({self.minimum}-{self.maximum})"
+        if self.minimum is not None:
+            return f"{self.doc} (at least {self.minimum})"
+        if self.maximum is not None:
+            return f"{self.doc} (at most {self.maximum})"
+        if self.choices is not None:
+            return f"{self.doc}: one of {', '.join(self.choices)}"
+        return self.doc
+
+    def type_problem(self, name: str, value: Any) -> str | None:
+        """Why a present ``value`` has the wrong type or lies out of bounds, or None."""
+        if not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
+            return f"parameters.{name} must be {self.type.__name__}, got {type(value).__name__}"
+        if self.minimum is not None and self.maximum is not None:
+            if not self.minimum <= value <= self.maximum:
+                return f"parameters.{name} must be between {self.minimum} and {self.maximum}"
+        elif self.minimum is not None and value < self.minimum:
+            return f"parameters.{name} must be at least {self.minimum}"
+        elif self.maximum is not None and value > self.maximum:
+            return f"parameters.{name} must be at most {self.maximum}"
+        return None
+
+    def choose(self, name: str, value: Any) -> tuple[Any, str | None]:
+        """A well-typed ``value`` checked against ``nonblank`` and ``choices``: ``(value, None)``
+        with the declared spelling, or ``(None, reason)``."""
+        if self.nonblank and not value.strip():
+            return None, f"parameters.{name} must be a non-empty description"
+        if self.choices is None:
+            return value, None
+        chosen = ({c.upper(): c for c in self.choices}.get(value.upper()) if self.any_case
+                  else value if value in self.choices else None)
+        if chosen is None:
+            return None, f"parameters.{name} must be one of {list(self.choices)}"
+        return chosen, None
 
 
 @dataclass(frozen=True)
@@ -115,38 +172,39 @@ ACTION_SPECS: dict[ActionType, ActionSpec] = {
     ActionType.VIEW_ALERTS: ActionSpec(1, False, "list the alerts that are firing now"),
     **{a: ActionSpec(1, True, _TARGET_DOC[a]) for a in _TARGET_DOC},
     ActionType.QUERY_LOGS: ActionSpec(1, True, _TARGET_DOC[ActionType.QUERY_LOGS], {
-        "level": Param(str, doc="only this level: DEBUG, INFO, WARN, ERROR or FATAL"),
+        "level": Param(str, doc="only lines of this level", choices=LOG_LEVELS, any_case=True),
         "keyword": Param(str, doc="only lines whose message contains this text"),
-        "limit": Param(int, doc="how many of the newest matching lines (1-50)", default=15),
+        "limit": Param(int, doc="how many of the newest matching lines", default=15,
+                       minimum=1, maximum=50),
     }),
     ActionType.SCALE_SERVICE: ActionSpec(1, True, _TARGET_DOC[ActionType.SCALE_SERVICE], {
-        "replicas": Param(int, doc="the new replica count (1-10)", default=5),
+        "replicas": Param(int, doc="the new replica count", default=5, minimum=1, maximum=10),
     }),
     ActionType.DECLARE_ROOT_CAUSE: ActionSpec(1, False, "state the root cause", {
-        "root_cause": Param(str, required=True, doc="one or two sentences"),
-        "service": Param(str, doc="the root-cause service"),
-        "fault_class": Param(str, doc="one of FAULT_CLASSES"),
+        "root_cause": Param(str, required=True, doc="one or two sentences", nonblank=True),
+        "service": Param(str, doc="the root-cause service", choices=SERVICES),
+        "fault_class": Param(str, doc="the kind of fault", choices=tuple(FAULT_CLASSES)),
     }),
     ActionType.TRANSITION_TO_PHASE2: ActionSpec(0, False, "hand over to code work", {
         "belief": Param(dict, doc="a BeliefState as a dict"),
     }),
     ActionType.READ_FILE: ActionSpec(2, False, "read a file of the repository", {
         "path": Param(str, required=True, doc="path relative to the repository root"),
-        "start_line": Param(int, doc="first line to show (1-based)"),
-        "end_line": Param(int, doc="last line to show (inclusive)"),
+        "start_line": Param(int, doc="first line to show; default the first", minimum=1),
+        "end_line": Param(int, doc="last line to show, inclusive; default the last", minimum=1),
     }),
     ActionType.SEARCH_CODE: ActionSpec(2, False, "search the repository's files", {
         "query": Param(str, required=True, doc="text to find (a regex if regex is true)"),
-        "regex": Param(bool, doc="treat query as a Python regular expression", default=False),
+        "regex": Param(bool, doc="treat query as a regular expression (RE2 syntax)", default=False),
         "path_glob": Param(str, doc="only paths matching this glob, e.g. '*.py'", default="*"),
-        "max_hits": Param(int, doc="at most this many hits (1-100)", default=50),
+        "max_hits": Param(int, doc="at most this many hits", default=50, minimum=1, maximum=100),
     }),
     ActionType.LIST_DIR: ActionSpec(2, False, "list a directory of the repository", {
         "path": Param(str, doc="directory path; '.' is the root", default="."),
     }),
     ActionType.GET_GIT_LOG: ActionSpec(2, False, "recent commits, newest first", {
         "path": Param(str, doc="only commits touching this file or directory"),
-        "n_commits": Param(int, doc="how many commits (1-50)", default=10),
+        "n_commits": Param(int, doc="how many commits", default=10, minimum=1, maximum=50),
     }),
     ActionType.GET_FILE_DIFF: ActionSpec(2, False, "the unified diff of one commit", {
         "commit_sha": Param(str, required=True, doc="the commit's sha (a unique prefix works)"),
@@ -160,7 +218,66 @@ ACTION_SPECS: dict[ActionType, ActionSpec] = {
     }),
 }
 
+#: The fields of ``transition_to_phase2.belief`` (BeliefState's, in its order); the belief
+#: is read leniently by :func:`srelib.env.belief.coerce_belief`, and these declarations
+#: drive its tool schema, its prompt text and its form.
+BELIEF_PARAMS: dict[str, Param] = {
+    "suspected_service": Param(str, doc="the service whose change caused the incident, or null",
+                               choices=SERVICES),
+    "suspected_fault_class": Param(str, doc="the fault class, or null", choices=tuple(FAULT_CLASSES)),
+    "service_confidence": Param(float, doc="how sure you are of the service", default=0.0,
+                                minimum=0, maximum=1),
+    "fault_confidence": Param(float, doc="how sure you are of the fault class", default=0.0,
+                              minimum=0, maximum=1),
+    "evidence_gaps": Param(list, doc="what you could not check, as a list of strings"),
+    "estimated_p2_cost": Param(str, doc="how hard the code fix looks", default="unknown",
+                               choices=("low", "medium", "high", "unknown")),
+    "decision": Param(str, doc="whether to hand over now", default="continue",
+                      choices=("transition", "continue", "abort")),
+    "reasoning": Param(str, doc="one or two sentences of evidence", default=""),
+}
+
 ACTION_NAMES: tuple[str, ...] = tuple(a.value for a in ActionType)
+
+
+def clean_parameters(action_type: ActionType | str, params: Any) -> tuple[dict | None, str | None]:
+    """An action's parameters checked against its declarations: ``(clean, None)`` or
+    ``(None, reason)``; never raises on agent input.
+
+    ``clean`` holds every declared parameter: a missing or null one gets its default, closed
+    vocabularies their declared spelling; undeclared keys are dropped. Types, required ones
+    and bounds are checked first, in declaration order, then blank text and choices. Cleaning
+    clean parameters returns them unchanged. An unknown ``action_type`` is a programmer's
+    error (ValueError naming the valid ones).
+    """
+    try:
+        action = ActionType(action_type)
+    except ValueError:
+        raise ValueError(f"unknown action_type {action_type!r}; valid: {list(ACTION_NAMES)}") from None
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        return None, f"parameters must be a dict, got {type(params).__name__}"
+    declared = ACTION_SPECS[action].params
+    clean = {}
+    for name, p in declared.items():
+        value = params.get(name)
+        if value is None:
+            if p.required:
+                return None, (f"{action.value} needs parameters.{name} ({p.type.__name__}): "
+                              f"{p.description}")
+            clean[name] = p.default
+            continue
+        problem = p.type_problem(name, value)
+        if problem is not None:
+            return None, problem
+        clean[name] = value
+    for name, p in declared.items():
+        if clean[name] is not None and p.type is str:
+            clean[name], problem = p.choose(name, clean[name])
+            if problem is not None:
+                return None, problem
+    return clean, None
 
 #: Reserved action types a policy sends when it could not read an action from a model's reply.
 #: PARSE_ERROR is rejected with its ``parameters["reason"]`` shown to the agent (and costs a

@@ -10,14 +10,21 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import asdict
+from typing import Any
 
 from . import actions as A
-from .actions import ACTION_SPECS, FAULT_CLASSES, SERVICES, ActionType
+from .actions import ACTION_SPECS, SERVICES, ActionType
 from .agent_input import describe, plain_copy
-from .belief import coerce_belief
+from .belief import BeliefState, coerce_belief
 from .infra import Infrastructure
-from .pools import MODES, POOLS, TRAIN_TASKS, oracle_belief
-from .scenarios import LOG_LEVELS, TASKS, get_scenario
+from .phase1 import Operations
+from .pools import POOLS, TRAIN_TASKS, oracle_belief
+from .scenarios import TASKS, Scenario, get_scenario
+from .spec import EpisodeSpec
+from .types import EnvState, Observation, StepRecord
+
+#: What ``step`` returns: Gymnasium's (observation, reward, terminated, truncated, info).
+StepResult = tuple[Observation, float, bool, bool, dict[str, Any]]
 
 # Step rewards before the last step: each depends only on what the agent's own observations
 # show (see the IncidentEnv docstring); the last step pays the episode score.
@@ -25,40 +32,18 @@ R_INVALID = -0.05  # the observation says the action was invalid
 R_REPEAT = -0.03  # the same query again, with nothing done in between that could change its answer
 R_WORKSPACE_ERROR = -0.05  # the observation shows the phase-2 error
 
-_RANGES = {"limit": (1, 50), "replicas": (1, 10), "n_commits": (1, 50), "max_hits": (1, 100)}
 _SIZE_PARAMS = frozenset(("limit", "max_hits", "n_commits"))  # not part of the repeat key
-_MAX_TEXT = 100_000
 _VALUES = {a.value: a for a in ActionType}
 _PHASE_TYPES = {
     1: [a.value for a in A.PHASE1_ACTIONS],
     2: [a.value for a in A.PHASE2_ACTIONS],
 }
-_TARGETED_P1 = [a for a in A.PHASE1_ACTIONS if ACTION_SPECS[a].targeted]
-_VALID_P1_CACHE: dict[tuple, tuple[str, ...]] = {}
 _VALID_P2 = tuple(_PHASE_TYPES[2])
 
 
-def _text_or_none(value) -> str | None:
+def _text_or_none(value: Any) -> str | None:
     """A record's action_type / target_service: the string sent, or a description of the rest."""
     return value if value is None or isinstance(value, str) else describe(value)
-
-
-def _phase1_valid_actions(rollbackable: tuple, down: tuple, transition: bool) -> tuple[str, ...]:
-    key = (rollbackable, down, transition)
-    cached = _VALID_P1_CACHE.get(key)
-    if cached is None:
-        out = [ActionType.VIEW_ALERTS.value]
-        for a in _TARGETED_P1:
-            for i, s in enumerate(SERVICES):
-                if (a is ActionType.ROLLBACK_DEPLOY and not rollbackable[i]) or (
-                        a is ActionType.SCALE_SERVICE and down[i]):
-                    continue
-                out.append(f"{a.value}:{s}")
-        out.append(ActionType.DECLARE_ROOT_CAUSE.value)
-        if transition:
-            out.append(ActionType.TRANSITION_TO_PHASE2.value)
-        cached = _VALID_P1_CACHE[key] = tuple(out)
-    return cached
 
 
 class _Invalid(Exception):
@@ -66,57 +51,85 @@ class _Invalid(Exception):
 
 
 class IncidentEnv:
-    """The embedded incident environment (Gymnasium-style ``reset``/``step``).
+    """The embedded incident environment, with Gymnasium's ``reset``/``step`` contract.
 
-    An episode is one incident in two phases. In phase 1 the agent is the on-call SRE: it
-    reads alerts, logs, metrics, deploys and dependencies, remediates (restart, rollback,
-    scale), may declare a root cause, and hands a belief to phase 2 with
-    ``transition_to_phase2``. In phase 2 it is a developer in the service's repository: it
-    reads and searches files and the git log, then ends with ``propose_patch`` (a unified
-    diff, graded by hidden tests) or ``declare_no_change``. Both phases share one step budget.
-
-    Protocol::
+    **The episode.** One incident in two phases that share one step budget. In phase 1 the
+    agent is the on-call SRE: it reads alerts, logs, metrics, deploy histories and
+    dependencies of seven services, may remediate (restart, roll back, scale) and declare a
+    root cause, and hands a belief to phase 2 with ``transition_to_phase2``. In phase 2 it is a
+    developer in the culprit service's repository: it lists, reads and searches files and the
+    git history, then ends with ``propose_patch`` (a unified diff, graded by hidden tests) or
+    ``declare_no_change``. The mode picks the phases: ``joint`` (both), ``p1_only``
+    (``declare_root_cause`` ends the episode) or ``p2_only`` (``reset`` hands over the oracle
+    belief); a pool fixes a mode and a set of tasks: ``A`` p1_only, ``B`` p2_only, ``C`` joint
+    over the train tasks, ``D`` joint over the held-out tasks. The same task, pool, mode and
+    seed always give the same episode::
 
         env = IncidentEnv()
         obs, info = env.reset(task="memory_leak", pool="C", seed=7)
         while not obs["done"]:
-            action = obs["valid_actions"][0]          # or a dict, see below
+            action = obs["valid_actions"][0]          # or an action dict, below
             obs, reward, terminated, truncated, info = env.step(action)
-        info["score"]                                   # the final score breakdown
+        info["score"]                                   # the episode's score breakdown
 
-    * ``reset(task, pool, mode, seed)``: pools ``A`` (phase 1 only), ``B`` (phase 2 only, with
-      the oracle handoff), ``C`` (both phases), ``D`` (held-out tasks, both phases). The same
-      task, pool and seed always give the same episode.
-    * ``step(action)`` takes ``{"action_type": ..., "target_service": ..., "parameters":
-      {...}}`` or a string: an entry of ``obs["valid_actions"]`` such as
-      ``"query_logs:orders"``, or JSON, read by :func:`srelib.parse.parse_action`.
-      ``srelib.env.actions.ACTION_SPECS`` documents every action's parameters.
-    * Agent input never raises: an invalid action costs a step and a small penalty, and its
-      observation's ``action_result`` says what was wrong and lists valid actions.
-    * ``env.trajectory`` records every step (JSON-safe); ``srelib.score_trajectory``
-      re-grades it. Keys of observations, infos and records: docs/CONTRACTS.md.
-    * Rewards reveal nothing the observations have not shown. Before the last step a reward is
-      ``R_INVALID`` for an invalid action, ``R_REPEAT`` for a query repeated with no
-      remediation in between, ``R_WORKSPACE_ERROR`` for a phase-2 action that failed, else 0:
-      no bonus for looking at the right service, no judgement of a declaration when it is made
-      (the score grades the last one). The terminating step (terminated or truncated) pays the
-      episode score minus the rewards paid before it, so the undiscounted return of every
-      episode equals its score and ranks policies exactly as the score does.
+    **Actions** (:class:`~srelib.env.types.Action`): ``{"action_type": str, "target_service":
+    str | None, "parameters": dict}``; ``srelib.env.actions.ACTION_SPECS`` declares each
+    action's phase, target and parameters (type, bounds, default). ``step`` also takes a string:
+    an entry of ``obs["valid_actions"]`` such as ``"query_logs:orders"``, or JSON, read by
+    :func:`srelib.parse.parse_action`. Agent input never raises: an invalid action costs a step
+    and its observation's ``action_result`` says what was wrong and lists what is valid.
+
+    **Observations** (:class:`~srelib.env.types.Observation`): the incident's title, summary
+    and severity; the phase; the budget (``steps_taken``, ``max_steps``, ``steps_remaining``);
+    the last action's ``action_result``, ``action_success`` and ``action_message``; the
+    services' statuses and the number of alerts firing; ``valid_actions``; the rewards; and
+    ``done``. Phase 2 adds ``issue``, ``file_tree`` and ``bad_commit_sha``.
+
+    **Rewards** reveal nothing the observations have not shown. Before the last step a reward
+    is ``R_INVALID`` for an invalid action, ``R_REPEAT`` for a query repeated with no
+    remediation in between, ``R_WORKSPACE_ERROR`` for a phase-2 action that failed, else 0: no
+    bonus for looking at the right service, no judgement of a declaration when it is made (the
+    score grades the last one). The step that ends the episode pays the episode score minus
+    the rewards paid before it, so every episode's undiscounted return equals its score.
+
+    **Termination.** ``terminated`` is True when the agent ends the episode itself
+    (``propose_patch``, ``declare_no_change``, or ``declare_root_cause`` in p1_only).
+    ``truncated`` is True when the step budget runs out or the policy gives up. Either way
+    ``info["score"]`` holds the :class:`~srelib.env.types.ScoreBreakdown` and
+    ``info["ended_by"]`` says what ended it. ``reset`` info is ``{task, pool, mode, seed,
+    phase}``; ``step`` info adds ``valid`` and, for an invalid action, ``error``.
+
+    ``env.trajectory`` records every step (:class:`~srelib.env.types.StepRecord`, JSON-safe),
+    and :func:`srelib.score_trajectory` re-grades it; :attr:`state` is the hidden state tests
+    and tools may read.
     """
 
     def __init__(self) -> None:
         self._infra: Infrastructure | None = None
-        self.scenario = None
-        self.trajectory: list[dict] = []
+        self.scenario: Scenario | None = None
+        self.trajectory: list[StepRecord] = []
+
+    @property
+    def state(self) -> EnvState:
+        """The current episode's hidden state (:class:`~srelib.env.types.EnvState`)."""
+        infra = self._require_episode()
+        return EnvState(
+            task=self._task, pool=self._pool, mode=self._mode, seed=self._seed,
+            phase=self._phase, steps=self._steps, done=self._terminated or self._truncated,
+            incident_deploys=dict(zip(SERVICES, infra.incident_deploys)),
+            rollbackable=tuple(s for s in SERVICES if infra.can_rollback(s)),
+            healed=infra.healed())
+
+    def _require_episode(self) -> Infrastructure:
+        if self._infra is None:
+            raise RuntimeError("call reset() before step()")
+        return self._infra
 
     # ------------------------------------------------------------------ reset
     def reset(self, task: str | None = None, pool: str | None = None, mode: str | None = None,
-              seed: int | None = None) -> tuple[dict, dict]:
+              seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
         """Start an episode. Unknown task/pool/mode raise ValueError naming the valid ones."""
-        if pool is not None and pool not in POOLS:
-            raise ValueError(f"unknown pool {pool!r}; valid pools: {list(POOLS)}")
-        if mode is not None and mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; valid modes: {list(MODES)}")
+        mode = EpisodeSpec.resolve(task, pool, mode, seed).mode
         if task is not None and task not in TASKS:
             raise ValueError(f"unknown task {task!r}; valid tasks: {list(TASKS)}")
         if seed is None:
@@ -131,8 +144,9 @@ class IncidentEnv:
         task = task or drawn
         self.scenario = scenario = get_scenario(task)
         self._infra = infra = Infrastructure(scenario, rng)
+        self._ops = Operations(infra)
         self._task, self._pool, self._seed = task, pool, seed
-        self._mode = mode or (POOLS[pool].mode if pool is not None else "joint")
+        self._mode = mode
         self._summary = scenario.summary.format_map(infra.vars)
         self._phase = 1
         self._steps = 0
@@ -158,10 +172,9 @@ class IncidentEnv:
         return self._observation(result, True, message, 0.0), self._info()
 
     # ------------------------------------------------------------------ step
-    def step(self, action) -> tuple[dict, float, bool, bool, dict]:
+    def step(self, action: Any) -> StepResult:
         """Apply one action. Never raises on agent input."""
-        if self._infra is None:
-            raise RuntimeError("call reset() before step()")
+        self._require_episode()
         if self._terminated or self._truncated:
             info = self._info(valid=False, error="the episode is over; call reset() to start a new one")
             obs = self._observation({"error": info["error"], "valid_actions_hint": []}, False,
@@ -207,7 +220,7 @@ class IncidentEnv:
         return parsed.action if parsed.ok else parse_error_action(parsed.error or "")
 
     @staticmethod
-    def _safe_action(action) -> dict:
+    def _safe_action(action: Any) -> dict:
         """The trajectory record of an action already made plain by ``plain_copy``. An action
         that is not a dict, or whose parameters are not one, is kept whole under
         ``parameters.raw`` with no action type, so that its record replays as invalid too."""
@@ -218,7 +231,7 @@ class IncidentEnv:
                 "target_service": _text_or_none(action.get("target_service")),
                 "parameters": params or {}}
 
-    def _validate(self, action):
+    def _validate(self, action: Any) -> tuple[ActionType | str, str | None, dict]:
         """(action type, target, params with defaults) or raise _Invalid with the reason."""
         if not isinstance(action, dict):
             raise _Invalid(f"an action must be a dict with keys action_type, target_service and "
@@ -255,43 +268,14 @@ class IncidentEnv:
                 raise _Invalid(f"{raw_type} needs a target_service, one of {list(SERVICES)}")
             if not isinstance(target, str) or target not in SERVICES:
                 raise _Invalid(f"unknown target_service {describe(target)[:100]}; valid: {list(SERVICES)}")
-        clean = {}
-        for name, p in spec.params.items():
-            value = params.get(name)
-            if value is None:
-                if p.required:
-                    raise _Invalid(f"{raw_type} needs parameters.{name} ({p.type.__name__}): {p.doc}")
-                clean[name] = p.default
-                continue
-            if not isinstance(value, p.type) or (p.type is int and isinstance(value, bool)):
-                raise _Invalid(f"parameters.{name} must be {p.type.__name__}, got {type(value).__name__}")
-            if name in _RANGES:
-                lo, hi = _RANGES[name]
-                if not lo <= value <= hi:
-                    raise _Invalid(f"parameters.{name} must be between {lo} and {hi}")
-            clean[name] = value
-        self._check_semantics(atype, target, clean)
+        clean, error = A.clean_parameters(atype, params)
+        if error is None and spec.phase == 1:
+            error = self._ops.check(atype, target)
+        if error is not None:
+            raise _Invalid(error)
         return atype, target, clean
 
-    def _check_semantics(self, atype, target, clean) -> None:
-        if atype is ActionType.QUERY_LOGS and clean["level"] is not None:
-            level = clean["level"].upper()
-            if level not in LOG_LEVELS:
-                raise _Invalid(f"parameters.level must be one of {list(LOG_LEVELS)}")
-            clean["level"] = level
-        elif atype is ActionType.ROLLBACK_DEPLOY and not self._infra.can_rollback(target):
-            raise _Invalid(f"{target} has no earlier deploy to roll back to")
-        elif atype is ActionType.SCALE_SERVICE and self._infra.statuses[SERVICES.index(target)] == 2:
-            raise _Invalid(f"cannot scale {target} while it is down")
-        elif atype is ActionType.DECLARE_ROOT_CAUSE:
-            if not clean["root_cause"].strip():
-                raise _Invalid("parameters.root_cause must be a non-empty description")
-            if clean["service"] is not None and clean["service"] not in SERVICES:
-                raise _Invalid(f"parameters.service must be one of {list(SERVICES)}")
-            if clean["fault_class"] is not None and clean["fault_class"] not in FAULT_CLASSES:
-                raise _Invalid(f"parameters.fault_class must be one of {list(FAULT_CLASSES)}")
-
-    def _invalid(self, safe, phase, error):
+    def _invalid(self, safe: dict, phase: int, error: str) -> StepResult:
         self._steps += 1
         self.trajectory.append(self._record(safe, phase, False, error, R_INVALID, None))
         self._check_budget()
@@ -306,36 +290,14 @@ class IncidentEnv:
         return obs, reward, False, self._truncated, info
 
     # ------------------------------------------------------------------ phase 1
-    def _phase1(self, safe, atype, target, params):
-        infra = self._infra
-        effect = None
-        terminated = False
+    def _phase1(self, safe: dict, atype: ActionType, target: str | None,
+                params: dict) -> StepResult:
+        terminated = atype is ActionType.DECLARE_ROOT_CAUSE and self._mode == "p1_only"
+        result, message, effect = self._ops.execute(atype, target, params, final=terminated)
+        reward = 0.0  # a declaration is judged only in the score, which grades the last one
         if atype in A.PHASE1_REMEDIATION:
-            if atype is ActionType.RESTART_SERVICE:
-                outcome = infra.restart(target)
-            elif atype is ActionType.ROLLBACK_DEPLOY:
-                outcome = infra.rollback(target)
-            else:
-                outcome = infra.scale(target, params["replicas"])
-            infra.tick()
             self._epoch += 1  # the system may have changed: looking again is not a repeat
-            reward = 0.0
-            effect = {"cleared_faults": outcome.cleared, "rolled_back_to": outcome.rolled_back_to}
-            result = {"service": target, "outcome": outcome.message}
-            message = outcome.message
-        elif atype is ActionType.DECLARE_ROOT_CAUSE:
-            infra.tick()
-            effect = {"root_cause": params["root_cause"][:_MAX_TEXT], "service": params["service"],
-                      "fault_class": params["fault_class"]}
-            reward = 0.0  # judged only in the score, which grades the last declaration
-            terminated = self._mode == "p1_only"
-            result = {"declared": effect, "message": "Root cause recorded." + (
-                "" if terminated else " A later declaration replaces it; hand over to phase 2 "
-                                      "when ready.")}
-            message = f"Root cause declared: {effect['root_cause'][:120]}"
-        else:
-            infra.tick()
-            result, message = self._diagnose(atype, target, params)
+        elif atype is not ActionType.DECLARE_ROOT_CAUSE:
             key = (atype, target, tuple(sorted((k, v) for k, v in params.items()
                                                  if k not in _SIZE_PARAMS)), self._epoch)
             reward = R_REPEAT if key in self._seen else 0.0
@@ -343,30 +305,8 @@ class IncidentEnv:
         return self._finish_step(safe, 1, reward, result, True, message, effect, terminated,
                                  "declare_root_cause")
 
-    def _diagnose(self, atype, target, params):
-        infra = self._infra
-        if atype is ActionType.VIEW_ALERTS:
-            alerts = infra.alerts()
-            return {"alerts": alerts, "count": len(alerts)}, f"{len(alerts)} alert(s) firing"
-        if atype is ActionType.QUERY_LOGS:
-            logs = infra.logs(target, params["level"], params["keyword"], params["limit"])
-            return {"service": target, "logs": logs, "count": len(logs)}, f"{len(logs)} log line(s) from {target}"
-        if atype is ActionType.CHECK_METRICS:
-            points = infra.metric_history(target)
-            return {"service": target, "metrics": points, "data_points": len(points)}, \
-                f"{len(points)} metric points for {target}"
-        if atype is ActionType.CHECK_DEPENDENCIES:
-            deps = {"depends_on": list(A.DEPENDS_ON[target]), "depended_by": list(A.DEPENDED_BY[target])}
-            return {"service": target, "dependencies": deps}, f"Dependencies of {target}"
-        if atype is ActionType.CHECK_DEPLOY_HISTORY:
-            deploys = infra.deploy_history(target)
-            return {"service": target, "deploys": deploys, "count": len(deploys)}, \
-                f"{len(deploys)} deploy(s) of {target}"
-        check = infra.health_check(target)
-        return {"service": target, "health_check": check}, f"{target} is {check['status']}"
-
     # ------------------------------------------------------------------ transition and phase 2
-    def _transition(self, safe, params):
+    def _transition(self, safe: dict, params: dict) -> StepResult:
         belief, error = coerce_belief(params["belief"])
         if error is None:
             error = self._open_phase2(belief)
@@ -381,7 +321,7 @@ class IncidentEnv:
         return self._finish_step(safe, 1, reward, result, True, "Transitioned to phase 2", effect,
                                  False, None)
 
-    def _open_phase2(self, belief) -> str | None:
+    def _open_phase2(self, belief: BeliefState) -> str | None:
         """Open the workspace for the scenario's repository; the reason on failure.
 
         ``bad_commit_sha`` is the suspected service's latest deploy as it stood when the page
@@ -406,7 +346,7 @@ class IncidentEnv:
         self._phase = 2
         return None
 
-    def _issue_text(self, belief) -> str:
+    def _issue_text(self, belief: BeliefState) -> str:
         def conf(x: float) -> str:
             return f"{x:.2f}"
         lines = [f"## Incident: {self.scenario.title}", "", self._summary, "",
@@ -421,7 +361,7 @@ class IncidentEnv:
             lines.append(f"- Reasoning: {belief.reasoning}")
         return "\n".join(lines)
 
-    def _phase2(self, safe, atype, params):
+    def _phase2(self, safe: dict, atype: ActionType, params: dict) -> StepResult:
         ok, result, message = self._workspace.execute(atype.value, params)
         self._infra.tick()
         effect = None
@@ -440,7 +380,9 @@ class IncidentEnv:
         return self._finish_step(safe, 2, reward, result, ok, message, effect, terminated, atype.value)
 
     # ------------------------------------------------------------------ bookkeeping
-    def _finish_step(self, safe, phase, reward, result, success, message, effect, terminated, ended_by):
+    def _finish_step(self, safe: dict, phase: int, reward: float, result: dict, success: bool,
+                     message: str, effect: dict | None, terminated: bool,
+                     ended_by: str | None) -> StepResult:
         reward = round(reward, 4)
         self._steps += 1
         self._terminated = terminated
@@ -473,13 +415,14 @@ class IncidentEnv:
         self.trajectory[-1]["reward"] = reward
         return reward
 
-    def _record(self, safe, phase, valid, error, reward, effect, step=None) -> dict:
+    def _record(self, safe: dict, phase: int, valid: bool, error: str | None, reward: float,
+                effect: dict | None, step: int | None = None) -> StepRecord:
         infra = self._infra
         return {"step": self._steps if step is None else step, "phase": phase,
                 "minute": infra.now - infra.page, "action": safe, "valid": valid, "error": error,
                 "reward": round(reward, 4), "statuses": infra.status_names(), "effect": effect}
 
-    def _info(self, **extra) -> dict:
+    def _info(self, **extra: Any) -> dict[str, Any]:
         return {"task": self._task, "pool": self._pool, "mode": self._mode, "seed": self._seed,
                 "phase": self._phase, **extra}
 
@@ -488,12 +431,10 @@ class IncidentEnv:
             return []
         if self._phase == 2:
             return list(_VALID_P2)
-        infra = self._infra
-        return list(_phase1_valid_actions(
-            tuple(infra.can_rollback(s) for s in SERVICES), tuple(st == 2 for st in infra.statuses),
-            self._mode != "p1_only"))
+        return list(self._ops.valid_actions(self._mode != "p1_only"))
 
-    def _observation(self, result, success, message, reward) -> dict:
+    def _observation(self, result: dict, success: bool, message: str,
+                     reward: float) -> Observation:
         infra, sc = self._infra, self.scenario
         obs = {
             "incident_title": sc.title,

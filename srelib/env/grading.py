@@ -42,6 +42,7 @@ import re
 from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, ActionType
 from srelib.env.patching import grade_patch
 from srelib.env.pools import MODES
+from srelib.env.records import agent_transition, phase_steps
 from srelib.env.scenarios import Scenario, get_scenario
 
 WEIGHTS = {"diagnosis": 0.30, "mitigation": 0.25, "repair": 0.35, "efficiency": 0.10}
@@ -54,7 +55,6 @@ MAX_DECLARATION_CHARS = 600
 STEP_SLACK = 2.0
 _REMEDIATIONS = {a.value for a in PHASE1_REMEDIATION}
 _DECLARE = ActionType.DECLARE_ROOT_CAUSE.value
-_TRANSITION = ActionType.TRANSITION_TO_PHASE2.value
 _PATCH = ActionType.PROPOSE_PATCH.value
 _NO_CHANGE = ActionType.DECLARE_NO_CHANGE.value
 
@@ -103,16 +103,6 @@ def _action(record: dict) -> tuple[str, str | None, dict]:
     return action.get("action_type"), action.get("target_service"), params if isinstance(params, dict) else {}
 
 
-def _agent_transition(records: list[dict]) -> dict | None:
-    """The agent's own (valid, non-oracle) transition record, if any."""
-    for record in records:
-        kind, _, _ = _action(record)
-        effect = record.get("effect") or {}
-        if kind == _TRANSITION and record.get("valid") and not effect.get("oracle"):
-            return record
-    return None
-
-
 def _diagnosis(scenario: Scenario, records: list[dict]) -> float:
     for record in reversed(records):
         kind, _, params = _action(record)
@@ -120,7 +110,7 @@ def _diagnosis(scenario: Scenario, records: list[dict]) -> float:
             source = record.get("effect") or params
             return diagnosis_score(scenario, source.get("root_cause"), source.get("service"),
                                    source.get("fault_class"))
-    transition = _agent_transition(records)
+    transition = agent_transition(records)
     if transition is None:
         return 0.0
     belief = (transition.get("effect") or {}).get("belief") or {}
@@ -156,7 +146,7 @@ def harmful_actions(scenario: Scenario, records: list[dict]) -> int:
 def _mitigation(scenario: Scenario, records: list[dict]) -> float:
     required = set(scenario.required_remediation)
     taken = required & set(_remediations(records))
-    handoff = _agent_transition(records) or (records[-1] if records else {})
+    handoff = agent_transition(records) or (records[-1] if records else {})
     statuses = handoff.get("statuses") or {}
     healthy = sum(v == "healthy" for v in statuses.values()) / len(SERVICES)
     return len(taken) / len(required) * (0.5 + 0.5 * healthy)
@@ -207,8 +197,7 @@ def score_trajectory(task: str, mode: str, trajectory: list[dict]) -> dict:
     if not isinstance(trajectory, list) or not all(isinstance(r, dict) for r in trajectory):
         raise ValueError("trajectory must be a list of step-record dicts")
     counted = _counted(scenario, mode)
-    p1 = sum(1 for r in trajectory if r.get("phase") == 1 and r.get("step", 1) > 0)
-    p2 = sum(1 for r in trajectory if r.get("phase") == 2)
+    p1, p2 = phase_steps(trajectory)
     harm = harmful_actions(scenario, trajectory) if mode != "p2_only" else 0
     scores: dict[str, float | None] = dict.fromkeys(WEIGHTS)
     patch, no_change = None, False

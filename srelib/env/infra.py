@@ -17,7 +17,8 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
-from .actions import DEPENDED_BY, DEPENDS_ON, SERVICES
+from .actions import DEPENDS_ON, SERVICES
+from .topology import downstream_of, upstream_of
 from .scenarios import METRIC_NAMES, ConditionSpec, LogTemplate, Scenario
 
 CPU, MEM, ERR, P50, P95, P99, RPS = range(7)
@@ -143,14 +144,8 @@ _DAY_CACHE: dict[int, str] = {}
 
 def _upstream_of(services: tuple) -> list[str]:
     """Services that ``services`` call, directly or not, outside ``services``, in SERVICES order."""
-    seen = set()
-    frontier = [d for s in services for d in DEPENDS_ON[s]]
-    while frontier:
-        svc = frontier.pop()
-        if svc not in seen:
-            seen.add(svc)
-            frontier += DEPENDS_ON[svc]
-    return [s for s in SERVICES if s in seen and s not in services]
+    found = set(upstream_of(*services))
+    return [s for s in SERVICES if s in found]
 
 
 def _next_version(version: str, rng: random.Random) -> str:
@@ -366,13 +361,8 @@ class Infrastructure:
         keep their histories.
         """
         sc = self.scenario
-        hit = set(sc.involved_services)
-        frontier = list(hit)
-        while frontier:  # the involved services and every transitive caller feel the fault
-            for caller in DEPENDED_BY[frontier.pop()]:
-                if caller not in hit:
-                    hit.add(caller)
-                    frontier.append(caller)
+        # the involved services and every transitive caller feel the fault
+        hit = {*sc.involved_services, *downstream_of(*sc.involved_services)}
         scripted = [specs[-1].ago for _, specs in sc.deploys if specs]
         window = max(LATER_DEPLOY_WINDOW, 2 * min(scripted, default=LATER_DEPLOY_WINDOW))
         free = [s for s in SERVICES if s not in hit and not sc.deploy_specs(s)

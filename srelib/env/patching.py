@@ -54,8 +54,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Mapping
 
-from srelib.env.repos import load_repo
+from srelib.env.repos import Repo, load_repo
 from srelib.env.sandbox import isolation_level, minimal_env, python, run_isolated
 from srelib.env.verdicts import Observation, collect, resolution, verdicts
 from srelib.env.workspace import check_path
@@ -165,7 +166,7 @@ def _apply(repo_dir: Path, diff: str) -> str | None:
     return "does not apply: " + (reason[0] if reason else "git apply failed")[:300]
 
 
-def _shadowing(repo_dir: Path, tree) -> str | None:
+def _shadowing(repo_dir: Path, tree: Mapping[str, str]) -> str | None:
     """Why the patch may not stand: it adds a top-level module that hides a standard one."""
     before = {p.split("/", 1)[0] for p in tree}
     for name in sorted(set(os.listdir(repo_dir)) - before):
@@ -175,7 +176,8 @@ def _shadowing(repo_dir: Path, tree) -> str | None:
     return None
 
 
-def _run_sandboxed(root: Path, repo_dir: Path, tests: dict[str, str], timeout_s: float):
+def _run_sandboxed(root: Path, repo_dir: Path, tests: dict[str, str],
+                   timeout_s: float) -> tuple[dict[str, Any], bool]:
     """Run the hidden tests' probes against ``repo_dir`` in the sandbox (scratch = ``root``):
     ``({test id: Observation}, timed_out)``. The sandbox applies the limits and the uid drop."""
     tests_dir = root / "hidden_tests"
@@ -215,7 +217,7 @@ def run_hidden_tests(repo_name: str, task: str, files: dict[str, str],
     return verdicts(repo_name, repo.fail_to_pass(task) + repo.pass_to_pass(task), observations), timed_out
 
 
-def _task_tests(repo, wanted: list[str]) -> dict[str, str]:
+def _task_tests(repo: Repo, wanted: list[str]) -> dict[str, str]:
     names = {t.split("::", 1)[0] for t in wanted}
     return {n: repo.hidden_tests[n] for n in sorted(names)}
 

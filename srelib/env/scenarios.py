@@ -13,10 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .actions import FAULT_CLASSES, SERVICES, ActionType
+from .actions import FAULT_CLASSES, LOG_LEVELS, SERVICES, ActionType
 
 DATA_DIR = Path(__file__).with_name("scenario_data")
-LOG_LEVELS = ("DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 METRIC_NAMES = ("cpu", "memory", "error_rate", "latency_p50", "latency_p95", "latency_p99", "rps")
 SEVERITIES = ("SEV1", "SEV2", "SEV3")
 _SHA = re.compile(r"^[0-9a-f]{7}$")

@@ -5,8 +5,11 @@ Nothing here touches the filesystem: paths are looked up in ``Repo.tree`` after 
 characters, bounded length), so neither the hidden tests nor the reference fixes, which are not
 in the tree, can be reached. Every result comes in a deterministic order, with size caps and a
 ``truncated`` flag. :meth:`Workspace.execute` never raises: bad input gets an error result.
+Parameters are checked against their declarations by
+:func:`~srelib.env.actions.clean_parameters` (types, defaults, bounds) before any handler
+runs; the handlers check only what depends on the repository or on a string's content.
 ``search_code`` regexes run on RE2, whose matching is linear in the text, under a time budget.
-``propose_patch`` and ``declare_no_change`` are only checked and acknowledged.
+``propose_patch`` and ``declare_no_change`` are only acknowledged.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import re
 import time
 from typing import Any
 
-from srelib.env.actions import PHASE2_ACTIONS, ActionType
+from srelib.env.actions import PHASE2_ACTIONS, ActionType, clean_parameters
 from srelib.env.repos import Repo
 
 MAX_PATH_CHARS = 200
@@ -89,23 +92,16 @@ def compile_regex(pattern: str):
                       "backreferences or lookaround, repetition counts up to 1000")
 
 
-def _int_param(params: dict, key: str, default: int | None, low: int, high: int):
-    value = params.get(key)
-    if value is None:
-        value = default
-    if value is None:
-        return None, None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        return None, f"{key} must be an integer from {low} to {high}"
-    return value, None
-
-
 def _error(message: str) -> Result:
     return False, {"error": message}, message
 
 
 class Workspace:
-    """Phase-2 read-only actions over one repository."""
+    """Phase-2 read-only actions over one repository.
+
+    :meth:`execute` is the entry point; the per-action methods it dispatches to take
+    parameters already cleaned by :func:`~srelib.env.actions.clean_parameters`.
+    """
 
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
@@ -125,36 +121,32 @@ class Workspace:
     def execute(self, action_type: str, params: Any) -> Result:
         """Run one phase-2 action: ``(ok, result, message)``; never raises.
 
-        The terminal actions are only checked and acknowledged here; the environment ends the
-        episode and the grader judges the patch.
+        ``params`` are cleaned first (a no-op on parameters the environment has cleaned). The
+        terminal actions are only acknowledged here; the environment ends the episode and the
+        grader judges the patch.
         """
         handler = self._handlers.get(action_type) if isinstance(action_type, str) else None
         if handler is None:
             valid = [a.value for a in PHASE2_ACTIONS]
             return _error(f"{action_type!r} is not a workspace action; valid: {valid}")
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            return _error(f"parameters must be a dict, got {type(params).__name__}")
+        params, problem = clean_parameters(action_type, params)
+        if problem is not None:
+            return _error(problem)
         try:
             return handler(params)
         except Exception as exc:  # agent input never raises; report instead
             return _error(f"{action_type} failed: {type(exc).__name__}: {exc}")
 
     def propose_patch(self, params: dict) -> Result:
-        diff = params.get("diff")
-        if not isinstance(diff, str):
-            return _error("diff must be a string holding a unified diff")
-        return True, {"accepted": True, "patch_bytes": len(diff.encode())}, "Patch received"
+        patch_bytes = len(params["diff"].encode())
+        return True, {"accepted": True, "patch_bytes": patch_bytes}, "Patch received"
 
     def declare_no_change(self, params: dict) -> Result:
-        reason = params.get("reason")
-        if reason is not None and not isinstance(reason, str):
-            return _error("reason must be a string")
-        return True, {"accepted": True, "reason": reason or ""}, "No-change declaration received"
+        reason = params["reason"] or ""
+        return True, {"accepted": True, "reason": reason}, "No-change declaration received"
 
     def _file(self, params: dict) -> tuple[str | None, str | None]:
-        path, problem = check_path(params.get("path"))
+        path, problem = check_path(params["path"])
         if problem:
             return None, problem
         if path not in self.repo.tree:
@@ -163,7 +155,7 @@ class Workspace:
         return path, None
 
     def list_dir(self, params: dict) -> Result:
-        path, problem = check_path(params.get("path", "."))
+        path, problem = check_path(params["path"])
         if problem:
             return _error(problem)
         if path not in self._dirs:
@@ -185,10 +177,8 @@ class Workspace:
         if problem:
             return _error(problem)
         lines = self.repo.tree[path].splitlines(keepends=True)
-        start, problem = _int_param(params, "start_line", 1, 1, 10**6)
-        end, problem2 = _int_param(params, "end_line", len(lines) or 1, 1, 10**6)
-        if problem or problem2:
-            return _error(problem or problem2)
+        start = params["start_line"] or 1
+        end = params["end_line"] or len(lines) or 1
         if lines and start > len(lines):
             return _error(f"start_line {start} is past the end of {path} ({len(lines)} lines)")
         if end < start:
@@ -201,18 +191,12 @@ class Workspace:
         return True, result, f"Read {path} lines {start}-{end} of {len(lines)}"
 
     def search_code(self, params: dict) -> Result:
-        query, use_regex = params.get("query"), params.get("regex")
-        use_regex = False if use_regex is None else use_regex
-        glob = params.get("path_glob", "*") or "*"
-        if not isinstance(query, str) or not query or len(query) > MAX_QUERY_CHARS or "\x00" in query:
+        query, use_regex, max_hits = params["query"], params["regex"], params["max_hits"]
+        glob = params["path_glob"] or "*"
+        if not query or len(query) > MAX_QUERY_CHARS or "\x00" in query:
             return _error(f"query must be a non-empty string of at most {MAX_QUERY_CHARS} characters")
-        if not isinstance(use_regex, bool):
-            return _error("regex must be true or false")
-        if not isinstance(glob, str) or not _GLOB.fullmatch(glob) or ".." in glob or glob.startswith("/"):
+        if not _GLOB.fullmatch(glob) or ".." in glob or glob.startswith("/"):
             return _error("path_glob must be a short relative glob (letters, digits, '_-./*?[]!'; no '..')")
-        max_hits, problem = _int_param(params, "max_hits", 50, 1, 100)
-        if problem:
-            return _error(problem)
         if use_regex:
             pattern, problem = compile_regex(query)
             if problem:
@@ -243,10 +227,10 @@ class Workspace:
         return True, result, f"Found {len(hits)} hit(s) for {query!r}"
 
     def get_git_log(self, params: dict) -> Result:
-        path, problem = check_path(params.get("path"))
-        n, problem2 = _int_param(params, "n_commits", 10, 1, 50)
-        if problem or problem2:
-            return _error(problem or problem2)
+        path, problem = check_path(params["path"])
+        if problem:
+            return _error(problem)
+        n = params["n_commits"]
         selected = [c for c in self.repo.commits if path == "." or any(
             f == path or f.startswith(path + "/") for f in c.files)]
         commits = [{"sha": c.sha, "author": c.author, "date": c.date, "message": c.message,
@@ -256,14 +240,14 @@ class Workspace:
         return True, result, f"Returned {len(commits)} commit(s)"
 
     def get_file_diff(self, params: dict) -> Result:
-        raw = params.get("commit_sha")
-        if not isinstance(raw, str) or not _SHA.fullmatch(raw.strip().lower()):
+        raw = params["commit_sha"]
+        if not _SHA.fullmatch(raw.strip().lower()):
             return _error("commit_sha must be 4 to 40 hex digits (a unique prefix of a commit's sha)")
         commit = self.repo.commit(raw.strip().lower())
         if commit is None:
             return _error(f"no single commit matches {raw!r}; use get_git_log to list the shas")
         path = None
-        if params.get("path") not in (None, "", "."):
+        if params["path"] not in (None, "", "."):
             path, problem = check_path(params["path"])
             if problem:
                 return _error(problem)

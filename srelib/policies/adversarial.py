@@ -24,7 +24,7 @@ from dataclasses import asdict
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.scenarios import get_scenario
-from srelib.policies.base import EpisodeWatcher, make_action
+from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
 from srelib.policies.heuristic import FAULT_KEYWORDS
 from srelib.policies.revert import RevertPhase2Policy, reverse_diff
 
@@ -35,7 +35,7 @@ def _handoff(service: str | None = None, fault_class: str | None = None, why: st
     belief = BeliefState(suspected_service=service, suspected_fault_class=fault_class,
                          service_confidence=1.0 if service else 0.0,
                          fault_confidence=1.0 if fault_class else 0.0, reasoning=why)
-    return make_action(ActionType.TRANSITION_TO_PHASE2, belief=asdict(belief))
+    return handoff_action(belief)
 
 
 def _declaration(service: str | None, fault_class: str | None, text: str) -> dict:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import inspect
 import time
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Dict, Hashable, Protocol, Sequence
+from typing import Any, Callable, Dict, Hashable, Protocol, Sequence, runtime_checkable
 
 from srelib.parse import give_up_action, parse_action, parse_error_action
 from srelib.policies.prompts import SYSTEM_PROMPT, Transcript
 
 
+@runtime_checkable
 class Policy(Protocol):
     """Anything that maps an observation to an action dict."""
 
@@ -25,10 +26,35 @@ class Policy(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchPolicy(Protocol):
+    """A policy that serves many episodes per call: runners step ``act_batch`` policies in
+    lockstep (:func:`srelib.lockstep.run_lockstep`), one call per step for every running episode.
+    ``reset_batch([(seed, task_name), ...])`` is optional."""
+
+    def act_batch(self, items: Sequence[Sequence]) -> list[Dict[str, Any]]:
+        ...
+
+
+def supports_batch(policy: Any) -> bool:
+    """True when ``policy`` (an instance) offers ``act_batch``."""
+    return callable(getattr(policy, "act_batch", None))
+
+
 def make_action(action_type: Any, target_service: str | None = None, **parameters: Any) -> dict:
     """An action dict in the contract's shape (``action_type`` may be an ActionType)."""
     return {"action_type": getattr(action_type, "value", action_type),
             "target_service": target_service, "parameters": parameters}
+
+
+def handoff_action(belief: Any) -> dict:
+    """``transition_to_phase2`` handing over ``belief`` (a BeliefState or its dict)."""
+    from dataclasses import asdict, is_dataclass
+
+    from srelib.env.actions import ActionType
+
+    return make_action(ActionType.TRANSITION_TO_PHASE2,
+                       belief=asdict(belief) if is_dataclass(belief) else dict(belief))
 
 
 def policy_name(policy: Any) -> str:
@@ -61,6 +87,11 @@ def call_reset(policy: Any, seed: int | None = None, task_name: str | None = Non
         reset()
 
 
+def steps_taken(observation: dict) -> int:
+    """The observation's step count (0 when missing)."""
+    return int(observation.get("steps_taken") or 0)
+
+
 class EpisodeWatcher:
     """Mixin for scripted policies: ``reset()`` when the step count goes back, i.e. a new
     episode began without the runner calling ``reset`` (the seed's runners don't always)."""
@@ -68,10 +99,18 @@ class EpisodeWatcher:
     _last_step = -1
 
     def _watch_episode(self, observation: dict) -> None:
-        step = int(observation.get("steps_taken") or 0)
-        if step <= self._last_step:
-            self.reset()
+        if self._began_anew(observation):
+            self._on_new_episode()
+
+    def _began_anew(self, observation: dict) -> bool:
+        """True when ``observation`` starts another episode: its step count did not grow."""
+        step = steps_taken(observation)
+        new = step <= self._last_step
         self._last_step = step
+        return new
+
+    def _on_new_episode(self) -> None:
+        self.reset()
 
 
 def split_item(item: Sequence, position: int) -> tuple[dict, int, str, Hashable]:
@@ -212,7 +251,9 @@ class ChatPolicyBase(ABC):
                 for (lane, observation), reply in zip(lanes, replies)]
 
     def _lane(self, key: Hashable, observation: dict, task_name: str) -> _Lane:
-        step = int(observation.get("steps_taken") or 0)
+        # a lane may be asked twice at one step (a retry), so only a step count that went
+        # back starts a new episode here
+        step = steps_taken(observation)
         lane = self._lanes.get(key)
         if lane is None or lane.task_name != task_name or step < lane.last_step:
             lane = _Lane(Transcript(self.system_prompt, self.obs_chars, self.max_history,

@@ -11,15 +11,9 @@ from the observation (the step count goes back), so a runner that forgets to res
 from __future__ import annotations
 
 import random
-from dataclasses import asdict
-
 from srelib.env.actions import ActionType
 from srelib.env.belief import BeliefState
-from srelib.policies.base import make_action
-
-
-def transition_action(belief: BeliefState) -> dict:
-    return make_action(ActionType.TRANSITION_TO_PHASE2, belief=asdict(belief))
+from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
 
 
 class NullPhase1Policy:
@@ -35,11 +29,11 @@ class NullPhase1Policy:
 
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         if phase == 1:
-            return transition_action(BeliefState())
+            return handoff_action(BeliefState())
         return make_action(ActionType.DECLARE_NO_CHANGE, reason="null policy: no phase-2 work")
 
 
-class RandomPhase2Policy:
+class RandomPhase2Policy(EpisodeWatcher):
     """A weak, cheap phase-2 explorer (the seed's lower-bound baseline):
 
     1. ``list_dir(.)``; 2. ``read_file`` of one to three random files from the listing;
@@ -59,20 +53,19 @@ class RandomPhase2Policy:
     def _clear(self) -> None:
         self._plan: list[dict] | None = None  # None until list_dir has been sent
         self._planned = False
-        self._last_step = -1
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
         """New episode; with ``seed`` the random choices are redrawn from it."""
         self._rng = random.Random(self._base_seed if seed is None else f"{self._base_seed}:{seed}")
         self._clear()
 
+    def _on_new_episode(self) -> None:
+        self._clear()  # the random stream goes on: only reset(seed=...) redraws it
+
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
-        step = int(observation.get("steps_taken") or 0)
-        if step <= self._last_step:  # steps only grow within an episode
-            self._clear()
-        self._last_step = step
+        self._watch_episode(observation)
         if phase != 2:
-            return transition_action(BeliefState())
+            return handoff_action(BeliefState())
         return self._phase2(observation)
 
     def _phase2(self, observation: dict) -> dict:
@@ -111,5 +104,5 @@ class OracleP1ThenRandomP2Policy(RandomPhase2Policy):
             from srelib.env.pools import oracle_belief
             from srelib.env.scenarios import get_scenario
 
-            return transition_action(oracle_belief(get_scenario(task_name)))
+            return handoff_action(oracle_belief(get_scenario(task_name)))
         return super().__call__(observation, phase, task_name)

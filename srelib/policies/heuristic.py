@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import datetime, timezone
 
-from srelib.env.actions import DEPENDS_ON, SERVICES, ActionType
+from srelib.env.actions import SERVICES, ActionType
+from srelib.env.topology import upstream_of
 from srelib.env.belief import BeliefState
 from srelib.policies.base import EpisodeWatcher, make_action
 
@@ -42,17 +43,6 @@ def _minutes(timestamp: object) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp() / 60
-
-
-def upstream_of(service: str) -> list[str]:
-    """Every service ``service`` calls, directly or not, nearest first."""
-    seen, frontier = [], list(DEPENDS_ON.get(service, ()))
-    while frontier:
-        nxt = frontier.pop(0)
-        if nxt not in seen:
-            seen.append(nxt)
-            frontier += DEPENDS_ON.get(nxt, ())
-    return seen
 
 
 class HeuristicPhase1Policy(EpisodeWatcher):

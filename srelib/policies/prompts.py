@@ -1,7 +1,8 @@
 """Prompting shared by the chat policies: the system prompt, observation text and history.
 
-The system prompt carries the action schema (from ``ACTION_SPECS``), the fault classes and the
-handoff belief schema; every turn carries the valid actions and the phase's instructions. Those
+The system prompt carries the action schema (from ``ACTION_SPECS``: each parameter's type,
+bounds or allowed values), the fault classes and the handoff belief schema (from
+``BELIEF_PARAMS``); every turn carries the valid actions and the phase's instructions. Those
 parts are never dropped. What varies (logs, metrics, file contents, diffs) is cut in the middle,
 with a marked cut, so the observation fits its character budget; old turns are dropped first
 when the conversation grows, but the system prompt and the incident always stay.
@@ -13,19 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from srelib.env.actions import ACTION_SPECS, FAULT_CLASSES
-from srelib.env.belief import BELIEF_FIELDS
-
-_BELIEF_DOCS = {
-    "suspected_service": "the service whose change caused the incident, or null",
-    "suspected_fault_class": "one of the fault classes above, or null",
-    "service_confidence": "0..1, how sure you are of the service",
-    "fault_confidence": "0..1, how sure you are of the fault class",
-    "evidence_gaps": "list of what you could not check",
-    "estimated_p2_cost": "low / medium / high / unknown: how hard the code fix looks",
-    "decision": "transition (hand over now) / continue / abort",
-    "reasoning": "one or two sentences of evidence",
-}
+from srelib.env.actions import ACTION_SPECS, BELIEF_PARAMS, FAULT_CLASSES, Param
 
 PHASE_INSTRUCTIONS = {
     1: ("Phase 1 (operations): find what broke. Look at the alerts, then the metrics, logs, "
@@ -42,19 +31,30 @@ PHASE_INSTRUCTIONS = {
 CUT_MARK = "[... {n} characters cut ...]"
 
 
+def _param_text(name: str, p: Param) -> str:
+    """``name?: type`` with the declared range (``1-50``, ``>=1``) or values (``A|B``)."""
+    text = f"{name}{'' if p.required else '?'}: {p.type.__name__}"
+    if p.minimum is not None:
+        text += f" {p.minimum}-{p.maximum}" if p.maximum is not None else f" >={p.minimum}"
+    elif p.maximum is not None:
+        text += f" <={p.maximum}"
+    if p.choices is not None:
+        text += " " + "|".join(p.choices)
+    return text
+
+
 def _action_schema() -> str:
     lines = []
     for action, spec in ACTION_SPECS.items():
         target = " target_service=<service>" if spec.targeted else ""
-        params = ", ".join(
-            f"{name}{'' if p.required else '?'}: {p.type.__name__}" for name, p in spec.params.items())
+        params = ", ".join(_param_text(name, p) for name, p in spec.params.items())
         lines.append(f"- {action.value}{target}" + (f" {{{params}}}" if params else "")
                      + f": {spec.doc}")
     return "\n".join(lines)
 
 
 def _belief_schema() -> str:
-    return "\n".join(f"- {name}: {_BELIEF_DOCS.get(name, '')}" for name in BELIEF_FIELDS)
+    return "\n".join(f"- {name}: {p.description}" for name, p in BELIEF_PARAMS.items())
 
 
 SYSTEM_PROMPT = (

@@ -4,34 +4,28 @@ It knows the scenario. Phase 1: ``view_alerts``, the culprit's deploy history, t
 remediation, a correct ``declare_root_cause``, then a transition with the oracle belief.
 Phase 2: read the file the fix changes (for a no-change task, the latest commit's first file)
 and propose the reference fix, or declare that no change is needed. Each phase stays within the
-scenario's expected steps. Needs only ``srelib.env``.
-"""
+scenario's expected steps. """
 
 from __future__ import annotations
-
-from dataclasses import asdict
 
 from srelib.env.actions import ActionType
 from srelib.env.pools import oracle_belief
 from srelib.env.repos import load_repo
 from srelib.env.scenarios import get_scenario
-
-
-def _act(action_type: ActionType, target: str | None = None, **params) -> dict:
-    return {"action_type": action_type.value, "target_service": target, "parameters": params}
+from srelib.policies.base import handoff_action, make_action
 
 
 def phase1_plan(task_name: str) -> list[dict]:
     """The reference's phase-1 actions for a task, in order."""
     s = get_scenario(task_name)
-    plan = [_act(ActionType.VIEW_ALERTS),
-            _act(ActionType.CHECK_DEPLOY_HISTORY, s.root_cause_service)]
+    plan = [make_action(ActionType.VIEW_ALERTS),
+            make_action(ActionType.CHECK_DEPLOY_HISTORY, s.root_cause_service)]
     for remedy in s.required_remediation:
         kind, target = remedy.split(":", 1)
-        plan.append(_act(ActionType(kind), target))
-    plan.append(_act(ActionType.DECLARE_ROOT_CAUSE, root_cause=s.correct_root_cause,
+        plan.append(make_action(ActionType(kind), target))
+    plan.append(make_action(ActionType.DECLARE_ROOT_CAUSE, root_cause=s.correct_root_cause,
                      service=s.root_cause_service, fault_class=s.fault_class))
-    plan.append(_act(ActionType.TRANSITION_TO_PHASE2, belief=asdict(oracle_belief(s))))
+    plan.append(handoff_action(oracle_belief(s)))
     return plan
 
 
@@ -42,12 +36,12 @@ def phase2_plan(task_name: str) -> list[dict]:
     fixed = repo.fixed_tree(task_name)
     if fixed is None:
         culprit = repo.commits[0].files[0]
-        ending = _act(ActionType.DECLARE_NO_CHANGE,
+        ending = make_action(ActionType.DECLARE_NO_CHANGE,
                       reason="the reported behaviour is intended; no code change is needed")
     else:
         culprit = next(p for p in sorted(fixed) if fixed[p] != repo.tree.get(p))
-        ending = _act(ActionType.PROPOSE_PATCH, diff=repo.fix_diff(task_name))
-    return [_act(ActionType.READ_FILE, path=culprit), ending]
+        ending = make_action(ActionType.PROPOSE_PATCH, diff=repo.fix_diff(task_name))
+    return [make_action(ActionType.READ_FILE, path=culprit), ending]
 
 
 class ReferencePolicy:

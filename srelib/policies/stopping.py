@@ -90,7 +90,7 @@ def tune_thresholds(phase2_policy, tasks: str | Sequence[str] = "all",
 def _stop_then(threshold, phase2_policy):
     """``ThresholdStopPhase1Policy(threshold)`` joined to a fresh ``phase2_policy``."""
     from srelib.policies.base import CompositePolicy
-    from srelib.rollout import _instantiate
+    from srelib.policies.specs import instantiate
 
     return CompositePolicy(ThresholdStopPhase1Policy(threshold),
-                           _instantiate(phase2_policy, copy_instance=True))
+                           instantiate(phase2_policy, copy_instance=True))

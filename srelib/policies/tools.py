@@ -1,7 +1,8 @@
 """The action vocabulary as tools: one function definition per action, and back again.
 
 :func:`tool_definitions` renders ``ACTION_SPECS`` as OpenAI-style function tools (name, the
-action's description, typed parameters with their allowed values); the chat policies send them
+action's description, each parameter's JSON schema from its ``Param``: type, default, bounds as
+``minimum``/``maximum``, closed vocabularies as ``enum``); the chat policies send them
 to servers and chat templates that support tools. :func:`action_from_tool_call` turns the call a
 model made back into the action dict the environment takes; the text parser
 (:func:`srelib.parse.parse_action`) reads the same actions from plain replies.
@@ -12,26 +13,37 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from srelib.env.actions import (ACTION_SPECS, FAULT_CLASSES, PARSE_ERROR, PHASE1_ACTIONS,
-                                PHASE2_ACTIONS, SERVICES, ActionType)
+from srelib.env.actions import (ACTION_SPECS, BELIEF_PARAMS, PARSE_ERROR, PHASE1_ACTIONS,
+                                PHASE2_ACTIONS, SERVICES, ActionType, Param)
 
-_JSON_TYPES = {str: "string", int: "integer", bool: "boolean", float: "number", dict: "object"}
-#: Allowed values of parameters whose vocabulary is closed.
-_ENUMS = {"service": list(SERVICES), "fault_class": list(FAULT_CLASSES)}
+_JSON_TYPES = {str: "string", int: "integer", bool: "boolean", float: "number", dict: "object",
+               list: "array"}
 _MAX_ARGUMENT_CHARS = 200_000
-#: The hand-over belief's JSON schema (its fields are BeliefState's, BELIEF_FIELDS).
+
+
+def _param_schema(param: Param, nullable: bool = False) -> dict[str, Any]:
+    """The JSON schema of one declared parameter, with its description; ``nullable`` admits
+    null as well."""
+    kind = _JSON_TYPES[param.type]
+    schema: dict[str, Any] = {"type": [kind, "null"] if nullable else kind}
+    if param.type is list:  # the vocabulary's lists are lists of strings
+        schema["items"] = {"type": "string"}
+    if param.choices is not None:
+        schema["enum"] = [*param.choices, None] if nullable else list(param.choices)
+    if param.minimum is not None:
+        schema["minimum"] = param.minimum
+    if param.maximum is not None:
+        schema["maximum"] = param.maximum
+    schema["description"] = param.description
+    return schema
+
+
+#: The hand-over belief's JSON schema, from ``BELIEF_PARAMS`` (a field that defaults to null
+#: may be null).
 BELIEF_SCHEMA = {
     "type": "object",
-    "properties": {
-        "suspected_service": {"type": ["string", "null"], "enum": [*SERVICES, None]},
-        "suspected_fault_class": {"type": ["string", "null"], "enum": [*FAULT_CLASSES, None]},
-        "service_confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "fault_confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "evidence_gaps": {"type": "array", "items": {"type": "string"}},
-        "estimated_p2_cost": {"type": "string", "enum": ["low", "medium", "high", "unknown"]},
-        "decision": {"type": "string", "enum": ["transition", "continue", "abort"]},
-        "reasoning": {"type": "string"},
-    },
+    "properties": {name: _param_schema(p, nullable=p.default is None and p.type is not list)
+                   for name, p in BELIEF_PARAMS.items()},
 }
 _ACTION_NAMES = frozenset(a.value for a in ActionType)
 
@@ -55,11 +67,8 @@ def _function(action: ActionType) -> dict[str, Any]:
                                         "description": "the service to act on"}
         required.append("target_service")
     for name, param in spec.params.items():
-        schema: dict[str, Any] = (dict(BELIEF_SCHEMA) if name == "belief"
-                                  else {"type": _JSON_TYPES[param.type]})
-        if name in _ENUMS:
-            schema["enum"] = _ENUMS[name]
-        schema["description"] = param.doc
+        schema = ({**BELIEF_SCHEMA, "description": param.description} if name == "belief"
+                  else _param_schema(param))
         if param.default is not None:
             schema["default"] = param.default
         properties[name] = schema

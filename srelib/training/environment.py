@@ -122,7 +122,7 @@ def _tool_method(action: ActionType):
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
                                             default=default, annotation=annotation))
         annotations[name] = annotation
-        lines.append(f"    {name}: {param.doc}")
+        lines.append(f"    {name}: {param.description}")
     if len(lines) == 3:
         lines = lines[:1]
     lines += ["", "Returns:", "    What the action showed, as text."]

@@ -31,7 +31,7 @@ def demonstrations(seeds: Iterable[int] = range(3), tasks: str | Sequence[str] =
     import tempfile
 
     from srelib.policies.prompts import fold_system
-    from srelib.cli import scripted_policy
+    from srelib.policies.registry import scripted_policy
     from srelib.results import load_episodes
     from srelib.rollout import evaluate
     from srelib.trajectories import turn_rows

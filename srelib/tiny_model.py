@@ -1,4 +1,4 @@
-"""Test support: a tiny, offline, Gemma-architecture chat model.
+"""A tiny, offline, Gemma-architecture chat model, for CPU runs of the notebooks and the tests.
 
 ``tiny_chat_model(path)`` builds a causal LM of about 100k parameters and a BPE tokenizer
 trained on a small built-in corpus, with a Gemma-style chat template (which, like Gemma's,
@@ -9,9 +9,6 @@ the notebooks use it; it needs nothing from the network.
 
 ``serve_tiny_model(path)`` puts that model behind a real OpenAI-compatible endpoint:
 ``transformers serve`` on a free 127.0.0.1 port, stopped when the ``with`` block ends.
-
-``load_seed_policies()`` loads the seed's ``policies.py`` (``../shared/seed`` beside the
-checkout) with its three relative imports replaced by imports from srelib, as DESIGN.md says.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, NamedTuple
@@ -250,33 +246,3 @@ def _wait_for_port(proc: subprocess.Popen, host: str, port: int, timeout: float,
             time.sleep(0.3)
     raise RuntimeError(f"transformers serve did not start in {timeout:.0f} s:\n"
                        f"{log.read_text()[-3000:]}")
-
-
-#: The seed's policy module lives one folder above the checkout (``../shared/seed``).
-SEED_POLICIES = Path(__file__).resolve().parents[2] / "shared" / "seed" / "policies.py"
-_SEED_IMPORTS = (
-    "from ..models import ActionType, BeliefState\n",
-    "from ..pools import oracle_belief\n",
-    "from ..tasks import get_scenario\n",
-)
-_SRELIB_IMPORT = "from srelib import ActionType, BeliefState, oracle_belief, get_scenario\n"
-
-
-def load_seed_policies(path: str | os.PathLike = SEED_POLICIES) -> types.ModuleType:
-    """The seed's policy module, its three relative imports pointed at srelib.
-
-    It is registered as ``sys.modules["seed_policies"]`` so its policies pickle into worker
-    processes. A file without the seed's imports raises ValueError.
-    """
-    text = Path(path).read_text()
-    missing = [line for line in _SEED_IMPORTS if line not in text]
-    if missing:
-        raise ValueError(f"{path} does not have the seed's imports {missing!r}")
-    text = text.replace(_SEED_IMPORTS[0], _SRELIB_IMPORT)
-    for line in _SEED_IMPORTS[1:]:
-        text = text.replace(line, "")
-    module = types.ModuleType("seed_policies")
-    module.__file__ = str(path)
-    sys.modules[module.__name__] = module
-    exec(compile(text, str(path), "exec"), module.__dict__)  # noqa: S102 - the trusted seed file
-    return module

@@ -1,0 +1,48 @@
+"""The scripted policies by name: what ``srelib eval``, the widgets' policy picker, the
+notebooks and the tests call ``"heuristic"`` or ``"reference"``."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+#: Scripted policies by CLI name: the classes of ``srelib.policies`` they are built from
+#: (two names: phase 1 and phase 2 joined by CompositePolicy).
+POLICY_CLASSES: dict[str, tuple[str, ...]] = {
+    "null": ("NullPhase1Policy",),
+    "random": ("NullPhase1Policy", "RandomPhase2Policy"),
+    "oracle-random": ("OracleP1ThenRandomP2Policy",),
+    "heuristic": ("HeuristicPhase1Policy", "RandomPhase2Policy"),
+    "revert": ("NullPhase1Policy", "RevertPhase2Policy"),
+    "heuristic-revert": ("HeuristicPhase1Policy", "RevertPhase2Policy"),
+    "reference": ("ReferencePolicy",),
+}
+
+
+def build_policy(*class_names: str) -> Any:
+    """A fresh policy from ``srelib.policies`` class names (two are joined by CompositePolicy)."""
+    import srelib.policies as policies
+
+    parts = [getattr(policies, name)() for name in class_names]
+    return parts[0] if len(parts) == 1 else policies.CompositePolicy(*parts)
+
+
+def scripted_policy(name: str) -> functools.partial:
+    """A picklable zero-argument factory for the scripted policy registered as ``name``."""
+    if name not in POLICY_CLASSES:
+        raise ValueError(f"unknown policy {name!r}; valid policies: {', '.join(POLICY_CLASSES)}")
+    return functools.partial(build_policy, *POLICY_CLASSES[name])
+
+
+def registered_name(policy: Any) -> str | None:
+    """The name ``srelib eval`` gives a policy built from the same srelib classes, if any
+    (``CompositePolicy(HeuristicPhase1Policy(), RevertPhase2Policy())`` is heuristic-revert)."""
+    import srelib.policies as policies
+
+    parts = (policy.phase1, policy.phase2) if isinstance(policy, policies.CompositePolicy) \
+        else (policy,)
+    for name, classes in POLICY_CLASSES.items():
+        if len(classes) == len(parts) and \
+                all(type(p) is getattr(policies, c) for p, c in zip(parts, classes)):
+            return name
+    return None
