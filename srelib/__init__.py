@@ -18,6 +18,7 @@ _EXPORTS = {
     "BeliefState": "srelib.env.belief",
     "get_scenario": "srelib.env.scenarios",
     "TASKS": "srelib.env.scenarios",
+    "list_tasks": "srelib.env.catalog",
     "POOLS": "srelib.env.pools",
     "oracle_belief": "srelib.env.pools",
     "score_trajectory": "srelib.env.grading",

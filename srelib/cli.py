@@ -1,6 +1,7 @@
 """The ``srelib`` command line: list tasks, evaluate scripted policies, report a run, run the demo.
 
-    srelib tasks
+    srelib tasks [--suite generated]
+    srelib tasks check srelib/env/scenario_data/memory_leak
     srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
     srelib report runs/h
     srelib demo --out results
@@ -84,13 +85,21 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="srelib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    tasks = sub.add_parser("tasks", help="list the tasks and the pools")
+    tasks = sub.add_parser("tasks", help="list the tasks and the pools; "
+                           "'tasks check PATH' validates a scenario folder")
+    tasks.add_argument("--suite", choices=("classic", "generated"), default="classic",
+                       help="classic: every task and pool; generated: counts and rejections")
     tasks.set_defaults(run=_cmd_tasks, parser=tasks)
+    check = tasks.add_subparsers(dest="tasks_command").add_parser(
+        "check", help="validate a scenario folder and name each problem")
+    check.add_argument("path", help="a folder like srelib/env/scenario_data/<task>")
+    check.set_defaults(run=_cmd_tasks_check, parser=check)
 
     ev = sub.add_parser("eval", help="evaluate scripted policies on a grid of episodes")
     ev.add_argument("--policy", action="append", required=True, metavar="NAME",
                     help=f"repeatable; one of: {', '.join(POLICY_CLASSES)}")
-    ev.add_argument("--tasks", default="all", help="'all' or comma-separated task names")
+    ev.add_argument("--tasks", default="all", help="'all' (the classic tasks) or comma-separated "
+                    "task ids and suites (classic, generated, generated:heldout, ...)")
     ev.add_argument("--pools", type=_pools, default="C", help="comma-separated pools (A, B, C, D)")
     ev.add_argument("--seeds", type=_seeds, default=10, help="a count N (seeds 0..N-1) or a,b,c")
     ev.add_argument("--workers", type=_positive, default=1,
@@ -141,6 +150,12 @@ def _cmd_serve(args) -> int:
 def _cmd_tasks(args) -> int:
     import pandas as pd
 
+    if args.suite == "generated":
+        from srelib.suite_tables import print_generated
+
+        print_generated()
+        return 0
+
     from srelib.env.pools import POOLS
     from srelib.env.scenarios import TASKS, get_scenario
     from srelib.stats import to_markdown
@@ -150,12 +165,23 @@ def _cmd_tasks(args) -> int:
                            "held out": get_scenario(t).heldout, "repo": get_scenario(t).repo,
                            "pools": ",".join(membership[t]), "title": get_scenario(t).title}
                           for t in TASKS])
-    pools = pd.DataFrame([{"pool": p, "mode": POOLS[p].mode, "tasks": len(POOLS[p].tasks),
+    pools = pd.DataFrame([{"pool": p, "split": POOLS[p].split, "mode": POOLS[p].mode,
+                           "classic tasks": len(POOLS[p].tasks),
                            "description": POOLS[p].description} for p in POOLS])
     print(to_markdown(tasks, index=False))
     print()
     print(to_markdown(pools, index=False))
     return 0
+
+
+def _cmd_tasks_check(args) -> int:
+    from srelib.env.scenario_check import check_folder
+
+    problems = check_folder(args.path)
+    for problem in problems:
+        print(f"problem: {problem}")
+    print(f"{args.path}: {len(problems)} problem(s)" if problems else f"{args.path}: ok")
+    return 1 if problems else 0
 
 
 def _cmd_eval(args) -> int:

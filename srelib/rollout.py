@@ -109,9 +109,12 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
          mode: str | None = None) -> list[EpisodeJob]:
     """The grid of episodes :func:`evaluate` runs: every policy x pool x pool task x seed.
 
-    ``tasks="all"`` takes every task of each pool; a list keeps the tasks the pool has
-    (pool None has every task). ``seeds`` is a count (``range(seeds)``) or explicit seeds.
+    ``tasks="all"`` takes every classic task of each pool; otherwise ``tasks`` is a task spec
+    (ids, suite names such as ``"generated"`` or ``"generated:heldout"``, or a list of them)
+    and each pool keeps the tasks of its split (pool None keeps every task). ``seeds`` is a
+    count (``range(seeds)``) or explicit seeds.
     """
+    from srelib.env.catalog import resolve_tasks
     from srelib.env.pools import MODES, POOLS
     from srelib.env.scenarios import TASKS
 
@@ -124,15 +127,11 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     unknown = [p for p in pools if p is not None and p not in POOLS]
     if unknown:
         raise ValueError(f"unknown pools {unknown}; valid pools: {sorted(POOLS)} or None")
-    wanted = list(TASKS) if tasks == "all" else _as_list(tasks)
-    bad = [t for t in wanted if t not in TASKS]
-    if bad:
-        raise ValueError(f"unknown tasks {bad}; valid tasks: {list(TASKS)}")
+    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
     jobs = []
     for name in policy_names:
         for pool in pools:
-            in_pool = list(TASKS) if pool is None else list(POOLS[pool].tasks)
-            for task in (t for t in wanted if t in in_pool):
+            for task in (t for t in wanted if pool is None or POOLS[pool].accepts(t)):
                 jobs.extend(EpisodeJob(name, task, pool, mode, s) for s in seed_list)
     if not jobs:
         raise ValueError(f"no episodes: tasks {wanted} are in none of the pools {pools}")
@@ -304,12 +303,13 @@ def ceiling_episodes(phase2_policy, phase1_policies: Mapping[str, Any] | None = 
     """
     import pandas as pd
 
+    from srelib.env.catalog import resolve_tasks
     from srelib.env.scenarios import TASKS
 
     evaluate_kwargs.setdefault("progress", False)
-    wanted = list(TASKS) if tasks == "all" else _as_list(tasks)
+    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
     seeds = seeds if isinstance(seeds, int) else list(seeds)
-    in_b = _pool_task_set("B")
+    in_b = _pool_task_set("B", wanted)
     runs = []
     for pool, mode, pool_tasks in (("B", None, [t for t in wanted if t in in_b]),
                                    (None, "p2_only", [t for t in wanted if t not in in_b])):
@@ -622,10 +622,10 @@ def _null_composite(phase2_policy):
     return functools.partial(_compose, NullPhase1Policy, phase2_policy)
 
 
-def _pool_task_set(name: str) -> set[str]:
+def _pool_task_set(name: str, tasks: Sequence[str]) -> set[str]:
     from srelib.env.pools import POOLS
 
-    return set(POOLS[name].tasks)
+    return {t for t in tasks if POOLS[name].accepts(t)}
 
 
 def _as_list(value) -> list:
