@@ -22,6 +22,7 @@ _EXPORTS = {
     "BeliefState": "srelib.env.belief",
     "get_scenario": "srelib.env.scenarios",
     "TASKS": "srelib.env.scenarios",
+    "list_tasks": "srelib.env.catalog",
     "POOLS": "srelib.env.pools",
     "oracle_belief": "srelib.env.pools",
     "score_trajectory": "srelib.env.grading",
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
     from srelib.env.actions import ActionType, SERVICES, FAULT_CLASSES, ACTION_SPECS
     from srelib.env.belief import BeliefState
     from srelib.env.scenarios import get_scenario, TASKS
+    from srelib.env.catalog import list_tasks
     from srelib.env.pools import POOLS, oracle_belief
     from srelib.env.grading import score_trajectory
     from srelib.parse import parse_action

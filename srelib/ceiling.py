@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from srelib.policies.specs import instantiate
 from srelib.results import KEY_COLUMNS
-from srelib.rollout import JOINT_POOLS, as_list, evaluate
+from srelib.rollout import JOINT_POOLS, evaluate
 
 
 def measure_null_context(phase2_policy, tasks: str | Sequence[str] = "all",
@@ -41,12 +41,13 @@ def ceiling_episodes(phase2_policy, phase1_policies: Mapping[str, Any] | None = 
     """
     import pandas as pd
 
+    from srelib.env.catalog import resolve_tasks
     from srelib.env.scenarios import TASKS
 
     evaluate_kwargs.setdefault("progress", False)
-    wanted = list(TASKS) if tasks == "all" else as_list(tasks)
+    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
     seeds = seeds if isinstance(seeds, int) else list(seeds)
-    in_b = _pool_task_set("B")
+    in_b = _pool_task_set("B", wanted)
     runs = []
     for pool, mode, pool_tasks in (("B", None, [t for t in wanted if t in in_b]),
                                    (None, "p2_only", [t for t in wanted if t not in in_b])):
@@ -128,7 +129,7 @@ def null_composite(phase2_policy: Any) -> functools.partial:
     return functools.partial(_compose, NullPhase1Policy, phase2_policy)
 
 
-def _pool_task_set(name: str) -> set[str]:
+def _pool_task_set(name: str, tasks: Sequence[str]) -> set[str]:
     from srelib.env.pools import POOLS
 
-    return set(POOLS[name].tasks)
+    return {t for t in tasks if POOLS[name].accepts(t)}

@@ -1,6 +1,7 @@
 """The ``srelib`` command line: list tasks, evaluate scripted policies, report a run, run the demo.
 
-    srelib tasks
+    srelib tasks [--suite generated]
+    srelib tasks check srelib/env/scenario_data/memory_leak
     srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
     srelib report runs/h
     srelib demo --out results
@@ -43,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except ValueError as exc:
         args.parser.error(str(exc))  # the usage of the subcommand that failed
+    except BrokenPipeError:  # the reader went away (``srelib tasks | head``): nothing to say
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the exit flush is quiet too
+        return 0
     except OSError as exc:  # the file system refused: name the path and the reason
         args.parser.error(f"{exc.filename or 'a file'}: {(exc.strerror or str(exc)).lower()}")
     return 2
@@ -52,13 +56,21 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="srelib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    tasks = sub.add_parser("tasks", help="list the tasks and the pools")
+    tasks = sub.add_parser("tasks", help="list the tasks and the pools; "
+                           "'tasks check PATH' validates a scenario folder")
+    tasks.add_argument("--suite", choices=("classic", "generated"), default="classic",
+                       help="classic: every task and pool; generated: counts and rejections")
     tasks.set_defaults(run=_cmd_tasks, parser=tasks)
+    check = tasks.add_subparsers(dest="tasks_command").add_parser(
+        "check", help="validate a scenario folder and name each problem")
+    check.add_argument("path", help="a folder like srelib/env/scenario_data/<task>")
+    check.set_defaults(run=_cmd_tasks_check, parser=check)
 
     ev = sub.add_parser("eval", help="evaluate scripted policies on a grid of episodes")
     ev.add_argument("--policy", action="append", required=True, metavar="NAME",
                     help=f"repeatable; one of: {', '.join(POLICY_CLASSES)}")
-    ev.add_argument("--tasks", default="all", help="'all' or comma-separated task names")
+    ev.add_argument("--tasks", default="all", help="'all' (the classic tasks) or comma-separated "
+                    "task ids and suites (classic, generated, generated:heldout, ...)")
     ev.add_argument("--pools", type=_pools, default="C", help="comma-separated pools (A, B, C, D)")
     ev.add_argument("--seeds", type=_seeds, default=10, help="a count N (seeds 0..N-1) or a,b,c")
     ev.add_argument("--workers", type=_positive, default=1,
@@ -107,23 +119,34 @@ def _cmd_serve(args) -> int:
 
 
 def _cmd_tasks(args) -> int:
-    import pandas as pd
+    if args.suite == "generated":
+        from srelib.suite_tables import print_generated
+
+        print_generated()
+        return 0
 
     from srelib.env.pools import POOLS
     from srelib.env.scenarios import TASKS, get_scenario
-    from srelib.stats import to_markdown
+    from srelib.stats import markdown_table
 
-    membership = {t: [p for p in POOLS if t in POOLS[p].tasks] for t in TASKS}
-    tasks = pd.DataFrame([{"task": t, "severity": get_scenario(t).severity,
-                           "held out": get_scenario(t).heldout, "repo": get_scenario(t).repo,
-                           "pools": ",".join(membership[t]), "title": get_scenario(t).title}
-                          for t in TASKS])
-    pools = pd.DataFrame([{"pool": p, "mode": POOLS[p].mode, "tasks": len(POOLS[p].tasks),
-                           "description": POOLS[p].description} for p in POOLS])
-    print(to_markdown(tasks, index=False))
+    tasks = [[t, s.severity, s.heldout, s.repo, ",".join(p for p in POOLS if t in POOLS[p].tasks),
+              s.title] for t, s in ((t, get_scenario(t)) for t in TASKS)]
+    pools = [[p, pool.split, pool.mode, len(pool.tasks), pool.description]
+             for p, pool in POOLS.items()]
+    print(markdown_table(["task", "severity", "held out", "repo", "pools", "title"], tasks))
     print()
-    print(to_markdown(pools, index=False))
+    print(markdown_table(["pool", "split", "mode", "classic tasks", "description"], pools))
     return 0
+
+
+def _cmd_tasks_check(args) -> int:
+    from srelib.env.scenario_check import check_folder
+
+    problems = check_folder(args.path)
+    for problem in problems:
+        print(f"problem: {problem}")
+    print(f"{args.path}: {len(problems)} problem(s)" if problems else f"{args.path}: ok")
+    return 1 if problems else 0
 
 
 def _cmd_eval(args) -> int:

@@ -129,9 +129,12 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
          mode: str | None = None) -> list[EpisodeJob]:
     """The grid of episodes :func:`evaluate` runs: every policy x pool x pool task x seed.
 
-    ``tasks="all"`` takes every task of each pool; a list keeps the tasks the pool has
-    (pool None has every task). ``seeds`` is a count (``range(seeds)``) or explicit seeds.
+    ``tasks="all"`` takes every classic task of each pool; otherwise ``tasks`` is a task spec
+    (ids, suite names such as ``"generated"`` or ``"generated:heldout"``, or a list of them)
+    and each pool keeps the tasks of its split (pool None keeps every task). ``seeds`` is a
+    count (``range(seeds)``) or explicit seeds.
     """
+    from srelib.env.catalog import resolve_tasks
     from srelib.env.pools import POOLS
     from srelib.env.scenarios import TASKS
 
@@ -139,19 +142,15 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
         raise ValueError(f"seeds must be a count >= 1 or a non-empty list, got {seeds!r}")
-    pools = as_list(pools)
+    pools = _as_list(pools)
     unknown = [p for p in pools if p is not None and p not in POOLS]
     if unknown:
         raise ValueError(f"unknown pools {unknown}; valid pools: {sorted(POOLS)} or None")
-    wanted = list(TASKS) if tasks == "all" else as_list(tasks)
-    bad = [t for t in wanted if t not in TASKS]
-    if bad:
-        raise ValueError(f"unknown tasks {bad}; valid tasks: {list(TASKS)}")
+    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
     jobs = []
     for name in policy_names:
         for pool in pools:
-            in_pool = list(TASKS) if pool is None else list(POOLS[pool].tasks)
-            for task in (t for t in wanted if t in in_pool):
+            for task in (t for t in wanted if pool is None or POOLS[pool].accepts(t)):
                 jobs.extend(EpisodeJob.of(name, EpisodeSpec.resolve(task, pool, mode, s))
                             for s in seed_list)
     if not jobs:
@@ -261,7 +260,7 @@ def _batch_policies(policies: Mapping[str, Any], names: set[str]) -> dict[str, A
     return built
 
 
-def as_list(value: Any) -> list:
+def _as_list(value: Any) -> list:
     """A list from a list, a comma-separated string, or None (``[None]``)."""
     if value is None or isinstance(value, str):
         return [value] if value is None else [v.strip() for v in value.split(",") if v.strip()]
@@ -272,5 +271,5 @@ def _run_config(policies: Mapping[str, Any], tasks: Any, pools: Any, seeds: Any,
                 mode: str | None, max_steps: int | None, null_repair: Any,
                 workers: int) -> dict:
     return {"policies": {n: describe(p) for n, p in policies.items()}, "tasks": tasks,
-            "pools": as_list(pools), "seeds": seeds if isinstance(seeds, int) else list(seeds),
+            "pools": _as_list(pools), "seeds": seeds if isinstance(seeds, int) else list(seeds),
             "mode": mode, "max_steps": max_steps, "null_repair": null_repair, "workers": workers}

@@ -56,9 +56,9 @@ def gather(task: str, seed: int) -> Evidence:
     """Play ``view_alerts`` then every service's deploy history and metrics in a fresh episode."""
     from srelib.env.core import IncidentEnv
 
-    pool = next(name for name, p in POOLS.items() if task in p.tasks and not p.oracle_handoff)
-    env = IncidentEnv()
-    obs, _ = env.reset(task=task, pool=pool, seed=seed)
+    pool = next((name for name, p in POOLS.items() if task in p.tasks and not p.oracle_handoff), None)
+    env = IncidentEnv()  # a generated task is in no pool's classic list: play it joint
+    obs, _ = env.reset(task=task, pool=pool, mode=None if pool else "joint", seed=seed)
 
     def run(kind: ActionType, service: str | None = None) -> dict:
         out = env.step({"action_type": kind.value, "target_service": service, "parameters": {}})

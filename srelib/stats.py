@@ -140,10 +140,14 @@ def summary_table(frame, value: str = "final", *, digits: int = 2, confidence: f
 def to_markdown(frame, *, digits: int = 3, index: bool = True) -> str:
     """Render a DataFrame as a GitHub-flavoured Markdown table (floats to ``digits`` places)."""
     headers = ([frame.index.name or ""] if index else []) + [str(c) for c in frame.columns]
-    body = []
-    for label, row in frame.iterrows():
-        cells = ([_format(label, digits)] if index else []) + [_format(v, digits) for v in row]
-        body.append(cells)
+    rows = [([label] if index else []) + list(row) for label, row in frame.iterrows()]
+    return markdown_table(headers, rows, digits=digits)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], *, digits: int = 3) -> str:
+    """A GitHub-flavoured Markdown table of ``rows`` under ``headers``, without pandas."""
+    headers = [str(h) for h in headers]
+    body = [[_format(v, digits) for v in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
               for i, h in enumerate(headers)]
 

@@ -67,14 +67,17 @@ def gate_cells(cls) -> list[tuple[str, str]]:
     return [(task, pool) for task in POOLS[pool].tasks]
 
 
-def play(policy, task_name: str, seed: int, pool: str | None = None) -> dict:
-    """One episode of ``policy`` in ``pool`` (default: the task's joint pool); returns the
-    score breakdown. A gate policy that raises is a bug in the gate: RuntimeError."""
+def play(policy, task_name: str, seed: int, pool: str | None = None,
+         mode: str | None = None) -> dict:
+    """One episode of ``policy`` in ``pool`` (default: the task's joint pool) or, with ``mode``
+    and no pool, in that mode; returns the score breakdown. A gate policy that raises is a bug
+    in the gate: RuntimeError."""
     from srelib.env.core import IncidentEnv
     from srelib.rollout import run_episode
 
-    episode = run_episode(IncidentEnv(), policy, task_name, pool or pool_for(task_name),
-                          seed=seed)
+    if mode is None:
+        pool = pool or pool_for(task_name)
+    episode = run_episode(IncidentEnv(), policy, task_name, pool, mode, seed=seed)
     if episode.error is not None:
         raise RuntimeError(f"gate policy {type(policy).__name__} failed on {task_name}:\n"
                            f"{episode.error}")

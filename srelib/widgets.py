@@ -274,8 +274,10 @@ class EpisodeStepper(_Displayable):
 
     ``policy`` (any Policy) is preselected in the policy picker; ``policies`` maps further
     picker names to zero-argument factories (default: the scripted policies that
-    ``srelib eval`` knows by name). The picker's ``manual`` entry makes Step take the action
-    chosen in the form. Changing the task, pool or seed picker starts a new episode.
+    ``srelib eval`` knows by name). ``task`` is any task id, or a suite (``"generated"``) whose
+    tasks in the pool's split the task picker then offers. The picker's ``manual`` entry makes
+    Step take the action chosen in the form. Changing the task, pool or seed picker starts a
+    new episode.
     """
 
     def __init__(self, policy: Any = None, task: str = "memory_leak", pool: str | None = "C",
@@ -283,14 +285,15 @@ class EpisodeStepper(_Displayable):
                  policies: dict[str, Callable[[], Any]] | None = None):
         import random
 
+        from srelib.env.catalog import resolve_tasks
         from srelib.env.core import IncidentEnv
         from srelib.env.pools import POOLS
         from srelib.env.scenarios import TASKS
 
-        if task not in TASKS:
-            raise ValueError(f"unknown task {task!r}; valid: {list(TASKS)}")
         if pool is not None and pool not in POOLS:
             raise ValueError(f"unknown pool {pool!r}; valid: {[None, *POOLS]}")
+        chosen = resolve_tasks(task, POOLS[pool].split if pool else None)  # an id or a suite
+        task, options = chosen[0], list(dict.fromkeys([*TASKS, *chosen]))
         w = _widgets()
         self.env = IncidentEnv()
         self.mode = mode
@@ -304,7 +307,7 @@ class EpisodeStepper(_Displayable):
             seed = random.SystemRandom().randrange(2**31)
 
         picker = {"layout": w.Layout(width=_PICKER_WIDTH), "style": {"description_width": "50px"}}
-        self.task_picker = w.Dropdown(description="task", options=list(TASKS), value=task, **picker)
+        self.task_picker = w.Dropdown(description="task", options=options, value=task, **picker)
         self.pool_picker = w.Dropdown(description="pool", options=[("none", None)] +
                                       [(p, p) for p in POOLS], value=pool, **picker)
         self.seed_picker = w.IntText(description="seed", value=seed, **picker)

@@ -10,12 +10,8 @@ import srelib
 from srelib.env.actions import DEPENDS_ON, FAULT_CLASSES, SERVICES
 from srelib.env.grading import harmful_actions
 from srelib.env.infra import ALERT_RULE_NAMES, RELIEF_MINUTES
+from srelib.env.repos import list_repos
 
-REGISTRY_ORDER = (
-    "memory_leak", "cascading_failure", "distributed_deadlock", "aliased_fault",
-    "severity_inversion", "confidence_inversion", "info_ordering", "circuit_breaker_noop",
-    "heldout_aliased_severity", "heldout_confidence_ordering",
-)
 # docs/CONTRACTS.md, "Repositories and phase-1 deploys": (repo, bad commit or good sha, services)
 CONTRACT_DEPLOYS = {
     "memory_leak": ("orders_batch", "a3f7c91", ("orders",)),
@@ -73,7 +69,9 @@ def healed(env):
 
 
 def test_tasks_in_registry_order_and_lookup():
-    assert srelib.TASKS == REGISTRY_ORDER
+    orders = [srelib.get_scenario(t).order for t in srelib.TASKS]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders)
+    assert srelib.TASKS[0] == "memory_leak"  # the reference registry's first task
     with pytest.raises(ValueError, match="memory_leak"):
         srelib.get_scenario("nope")
     sc = srelib.get_scenario("memory_leak")
@@ -81,22 +79,19 @@ def test_tasks_in_registry_order_and_lookup():
         sc.name = "x"  # frozen
 
 
-@pytest.mark.parametrize("task", REGISTRY_ORDER)
+@pytest.mark.parametrize("task", srelib.TASKS)
 def test_contract_fields(task):
     sc = srelib.get_scenario(task)
-    repo, sha, _ = CONTRACT_DEPLOYS[task]
-    assert sc.name == task and sc.repo == repo
-    assert sc.bad_commit == (None if task == "circuit_breaker_noop" else sha)
+    assert sc.name == task and sc.repo in list_repos()
+    assert sc.needs_fix is (sc.bad_commit is not None)
     assert sc.fault_class in FAULT_CLASSES
     assert sc.root_cause_service in sc.acceptable_services
     assert set(sc.involved_services) <= set(SERVICES)
-    assert sc.needs_fix is (task != "circuit_breaker_noop")
-    assert sc.heldout is task.startswith("heldout_")
     assert 0 < sc.expected_p1_steps + sc.expected_p2_steps < sc.max_steps
     assert isinstance(sc.keywords, tuple) and isinstance(sc.required_remediation, tuple)
 
 
-@pytest.mark.parametrize("task", REGISTRY_ORDER)
+@pytest.mark.parametrize("task", srelib.TASKS)
 def test_title_never_names_the_answer(task):
     sc = srelib.get_scenario(task)
     words = set(re.findall(r"[a-z0-9_-]+", sc.title.lower()))
@@ -105,7 +100,7 @@ def test_title_never_names_the_answer(task):
     assert sc.root_cause_service not in sc.title.lower()
 
 
-@pytest.mark.parametrize("task", REGISTRY_ORDER)
+@pytest.mark.parametrize("task", srelib.TASKS)
 def test_summary_alert_names_exist_and_fire(task):
     sc = srelib.get_scenario(task)
     named = set(re.findall(r"\b(?:High|Service|Low)[A-Z]\w*", sc.summary))
@@ -117,9 +112,11 @@ def test_summary_alert_names_exist_and_fire(task):
         assert named <= firing, (seed, named - firing)
 
 
-@pytest.mark.parametrize("task", REGISTRY_ORDER)
+@pytest.mark.parametrize("task", CONTRACT_DEPLOYS)
 def test_repo_service_deploys_are_repo_commits(task):
     repo, sha, services = CONTRACT_DEPLOYS[task]
+    sc = srelib.get_scenario(task)
+    assert sc.repo == repo and sc.bad_commit == (sha if sc.needs_fix else None)
     manifest = repo_data_dir() / repo / "manifest.json"
     if not manifest.exists():
         pytest.skip(f"{repo} manifest not written yet")
@@ -217,17 +214,17 @@ def test_seeded_noise_never_contradicts_the_summary(task, quiet):
         assert {a["rule_name"] for a in alerts if a["source_service"] == quiet} == {"ServiceDegraded"}
 
 
-@pytest.mark.parametrize("task", REGISTRY_ORDER)
+@pytest.mark.parametrize("task", srelib.TASKS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_required_remediation_heals(task, seed):
     env, obs = fresh(task, seed)
-    if task != "circuit_breaker_noop":
+    if srelib.get_scenario(task).required_remediation:
         assert not env.state.healed
     remediate(env, srelib.get_scenario(task).required_remediation)
     assert healed(env)
 
 
-@pytest.mark.parametrize("task", [t for t in REGISTRY_ORDER if t != "circuit_breaker_noop"])
+@pytest.mark.parametrize("task", [t for t in srelib.TASKS if srelib.get_scenario(t).required_remediation])
 def test_every_required_step_is_needed(task):
     required = srelib.get_scenario(task).required_remediation
     for skip in range(len(required)):
@@ -246,7 +243,7 @@ def _wrong_remediation(env):
         obs, *_ = act(env, "scale_service", svc, replicas=6)
 
 
-@pytest.mark.parametrize("task", [t for t in REGISTRY_ORDER if t != "circuit_breaker_noop"])
+@pytest.mark.parametrize("task", [t for t in srelib.TASKS if srelib.get_scenario(t).required_remediation])
 def test_wrong_remediation_does_not_heal(task):
     env, _ = fresh(task)
     _wrong_remediation(env)
@@ -377,7 +374,7 @@ def test_designed_evidence_is_observable(seed):
     assert any("shared-buffers 2.0.1" in x["message"] for x in _logs(env, "cache"))
 
 
-@pytest.mark.parametrize("task", REGISTRY_ORDER)
+@pytest.mark.parametrize("task", srelib.TASKS)
 def test_one_clock_for_metrics_logs_deploys_and_alerts(task):
     env, obs = fresh(task, 4)
     wait(env, 3)

@@ -13,7 +13,8 @@ import pytest
 
 from srelib.env import patching, sandbox
 from srelib.env.patching import grade_patch, normalise_diff
-from srelib.env.repos import REPO_DATA, load_repo, unified_diff
+from srelib.env.repos import load_repo, unified_diff
+from srelib.env.scenarios import DATA_DIR
 
 REPO, TASK = "orders_batch", "memory_leak"
 BATCH = "orders/handlers/batch.py"
@@ -195,7 +196,7 @@ def test_writes_outside_the_copy_change_nothing(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("intact")
     public = Path("/tmp") / f"srelib-escape-{uuid.uuid4().hex}"
-    fix_file = REPO_DATA / REPO / "fix" / TASK / BATCH
+    fix_file = DATA_DIR / TASK / "fix" / BATCH
     before = fix_file.read_text()
     attack = (
         "import os, shutil\n"
@@ -231,7 +232,7 @@ def test_hostile_code_never_sees_secrets(monkeypatch):
 
 
 def test_reference_fixes_cannot_be_read_from_disk():
-    fix_file = REPO_DATA / REPO / "fix" / TASK / BATCH
+    fix_file = DATA_DIR / TASK / "fix" / BATCH
     probe = ("def _leak():\n"
              f"    try:\n        return open({str(fix_file)!r}).read()\n"
              "    except Exception:\n        return ''\n"

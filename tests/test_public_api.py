@@ -63,3 +63,10 @@ def test_evaluate_runs_without_tqdm():
                         "tasks=['memory_leak'], seeds=2)\nprint(len(frame))")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "2"
+
+
+def test_tasks_lists_both_suites_without_pandas():
+    done = _run_without(["pandas"], "from srelib.cli import main\n"
+                        "sys.exit(main(['tasks']) or main(['tasks', '--suite', 'generated']))")
+    assert done.returncode == 0, done.stderr
+    assert "| memory_leak " in done.stdout and "Tasks per family and split" in done.stdout

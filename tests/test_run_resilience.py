@@ -45,7 +45,7 @@ def test_two_processes_filling_one_grid_store_each_episode_once(tmp_path):
     lines = (tmp_path / EPISODES_FILE).read_text().splitlines()
     keys = [tuple(json.loads(line)[k] for k in ("policy", "task", "pool", "mode", "seed"))
             for line in lines]
-    assert len(keys) == len(set(keys)) == 8 * 6
+    assert len(keys) == len(set(keys)) == len(srelib.POOLS["A"].tasks) * 6
 
 
 PARENT = """

@@ -19,9 +19,10 @@ import pytest
 from srelib.env import sandbox
 from srelib.env.patching import grade_patch
 from srelib.env.repos import REPO_DATA, load_repo, unified_diff
+from srelib.env.scenarios import DATA_DIR
 
 HERE = sandbox.available_levels()
-FIX_FILE = REPO_DATA / "orders_batch" / "fix" / "memory_leak" / "orders" / "handlers" / "batch.py"
+FIX_FILE = DATA_DIR / "memory_leak" / "fix" / "orders" / "handlers" / "batch.py"
 SENTINEL = "sk-sentinel-" + uuid.uuid4().hex
 
 # What gets through at each fallback level: the reason each probe is skipped there. A probe not
@@ -368,7 +369,7 @@ print(json.dumps({"read": read}))
 
 def test_reference_fixes_hidden_tests_and_home_are_unreadable(scratch, level):
     _escapes_at(level, "secrets")
-    paths = [str(FIX_FILE), str(REPO_DATA), str(REPO_DATA / "orders_batch" / "hidden_tests"),
+    paths = [str(FIX_FILE), str(DATA_DIR), str(REPO_DATA), str(REPO_DATA / "orders_batch" / "hidden_tests"),
              str(Path.home()), str(Path.home() / ".ssh"), "/etc/shadow", "/root"]
     seen = _run(level, SECRETS, scratch, {"paths": paths})
     assert seen["read"] == []

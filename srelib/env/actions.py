@@ -65,6 +65,7 @@ FAULT_CLASSES: dict[str, str] = {
     "retry_storm": "a client retries too aggressively and overloads its dependency",
     "cache_thrash": "a worker saturates a shared cache and evicts other users' keys",
     "shared_dependency": "a shared library or pinned dependency broke several services",
+    "pool_exhaustion": "a connection or worker pool is never handed back on an error path; callers wait",
     "none": "nothing is wrong: the report is spurious and no change is needed",
 }
 

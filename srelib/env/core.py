@@ -18,8 +18,8 @@ from .agent_input import describe, plain_copy
 from .belief import BeliefState, coerce_belief
 from .infra import Infrastructure
 from .phase1 import Operations
-from .pools import POOLS, TRAIN_TASKS, oracle_belief
-from .scenarios import TASKS, Scenario, get_scenario
+from .pools import oracle_belief, reset_choices
+from .scenarios import Scenario, get_scenario
 from .spec import EpisodeSpec
 from .types import EnvState, Observation, StepRecord
 
@@ -128,18 +128,16 @@ class IncidentEnv:
     # ------------------------------------------------------------------ reset
     def reset(self, task: str | None = None, pool: str | None = None, mode: str | None = None,
               seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
-        """Start an episode. Unknown task/pool/mode raise ValueError naming the valid ones."""
+        """Start an episode of ``task``: an id of any suite, or a suite (``"generated"``,
+        ``"generated:train"``) to draw one of its tasks in the pool's split. Unknown
+        task/pool/mode raise ValueError naming the valid ones."""
         mode = EpisodeSpec.resolve(task, pool, mode, seed).mode
-        if task is not None and task not in TASKS:
-            raise ValueError(f"unknown task {task!r}; valid tasks: {list(TASKS)}")
+        task, candidates = reset_choices(task, pool)  # task: an id or a suite (then drawn)
         if seed is None:
             seed = random.SystemRandom().randrange(2**63)
         elif isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int or None, got {type(seed).__name__}")
         rng = random.Random(seed)
-        candidates = POOLS[pool].tasks if pool is not None else TRAIN_TASKS
-        if pool is not None and task is not None and task not in candidates:
-            raise ValueError(f"task {task!r} is not in pool {pool}; its tasks: {list(candidates)}")
         drawn = candidates[rng.randrange(len(candidates))]  # drawn even when given: one stream
         task = task or drawn
         self.scenario = scenario = get_scenario(task)

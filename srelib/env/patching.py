@@ -24,7 +24,7 @@ observations in this process and reports the outcome:
    probe's observation; ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` map test id to passed, and
    ``resolved`` follows SWE-bench: ``"full"`` when every FAIL_TO_PASS and PASS_TO_PASS test
    passes, ``"partial"`` when some but not all FAIL_TO_PASS pass and every PASS_TO_PASS passes,
-   else ``"no"``. Results are memoised per (repository, task, normalised diff, timeout).
+   else ``"no"``. Results are memoised per (repository, test ids, normalised diff, timeout).
 
 Hidden-test semantics (what a repository author relies on): each ``hidden_tests/probes/<file>.py``
 is imported as a module with the patched repository root as cwd and first on ``sys.path``;
@@ -213,8 +213,19 @@ def run_hidden_tests(repo_name: str, task: str, files: dict[str, str],
     """Run ``task``'s hidden tests against a full file map (e.g. the tree, or the fixed tree):
     ``({test id: passed}, timed_out)``."""
     repo = load_repo(repo_name)
-    observations, timed_out = observe(repo_name, task, files, timeout_s)
-    return verdicts(repo_name, repo.fail_to_pass(task) + repo.pass_to_pass(task), observations), timed_out
+    return run_tests(repo_name, repo.fail_to_pass(task) + repo.pass_to_pass(task), files, timeout_s)
+
+
+def run_tests(repo_name: str, test_ids: list[str], files: dict[str, str],
+              timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[dict[str, bool], bool]:
+    """Run the hidden tests ``test_ids`` of ``repo_name`` against a full file map:
+    ``({test id: passed}, timed_out)``."""
+    repo = load_repo(repo_name)
+    with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
+        root = Path(tmp)
+        _write_tree(root / "repo", files)
+        seen, timed_out = _run_sandboxed(root, root / "repo", _task_tests(repo, test_ids), timeout_s)
+    return verdicts(repo_name, test_ids, seen), timed_out
 
 
 def _task_tests(repo: Repo, wanted: list[str]) -> dict[str, str]:
@@ -226,9 +237,15 @@ def grade_patch(repo_name: str, task: str, diff: object,
                 timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     """Grade a diff against ``task``'s hidden tests (see the module docstring); memoised."""
     repo = load_repo(repo_name)
-    f2p_ids, p2p_ids = repo.fail_to_pass(task), repo.pass_to_pass(task)
+    return grade_diff(repo_name, repo.fail_to_pass(task), repo.pass_to_pass(task), diff, timeout_s)
+
+
+def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: object,
+               timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+    """Grade a diff against explicit FAIL_TO_PASS / PASS_TO_PASS test ids of ``repo_name``."""
+    repo = load_repo(repo_name)
     clean, touched, error = normalise_diff(diff)
-    key = (repo_name, task, clean, tuple(touched), error, timeout_s)
+    key = (repo_name, tuple(f2p_ids), tuple(p2p_ids), clean, tuple(touched), error, timeout_s)
     if key not in _CACHE:
         result = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
                   "FAIL_TO_PASS": dict.fromkeys(f2p_ids, False),

@@ -1,38 +1,77 @@
-"""Task pools, episode modes and the oracle belief used for the phase-2-only handoff."""
+"""Task pools, episode modes and the oracle belief used for the phase-2-only handoff.
+
+A pool is a split and a mode, so it keeps its meaning over any suite: pools A, B and C take the
+train tasks of every suite (classic or generated), D the held-out ones. A pool's ``tasks`` are
+its classic tasks, the ones drawn when a reset names no task.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .belief import BeliefState
-from .scenarios import SCENARIOS, Scenario
+from .catalog import list_tasks, parse_suite, resolve_tasks, split_of
+from .scenarios import Scenario
 
 MODES: tuple[str, ...] = ("p1_only", "p2_only", "joint")
-TRAIN_TASKS: tuple[str, ...] = tuple(n for n, s in SCENARIOS.items() if not s.heldout)
-HELDOUT_TASKS: tuple[str, ...] = tuple(n for n, s in SCENARIOS.items() if s.heldout)
+TRAIN_TASKS: tuple[str, ...] = tuple(list_tasks("classic", "train"))
+HELDOUT_TASKS: tuple[str, ...] = tuple(list_tasks("classic", "heldout"))
 
 
 @dataclass(frozen=True)
 class Pool:
-    """A named set of tasks and the mode its episodes run in."""
+    """A split of every suite's tasks and the mode its episodes run in."""
 
     name: str
     description: str
-    tasks: tuple[str, ...]
+    split: str
     mode: str
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The pool's classic tasks (its split of the classic suite)."""
+        return TRAIN_TASKS if self.split == "train" else HELDOUT_TASKS
 
     @property
     def oracle_handoff(self) -> bool:
         """True when reset hands over the oracle belief and starts in phase 2."""
         return self.mode == "p2_only"
 
+    def accepts(self, task: str) -> bool:
+        """Is ``task`` (any suite's id) in this pool's split? ValueError for an unknown id."""
+        return split_of(task) == self.split
+
 
 POOLS: dict[str, Pool] = {
-    "A": Pool("A", "phase 1 only: declare_root_cause ends the episode", TRAIN_TASKS, "p1_only"),
-    "B": Pool("B", "phase 2 only: reset hands over the oracle belief", TRAIN_TASKS, "p2_only"),
-    "C": Pool("C", "joint: diagnose, hand over, then work in the code", TRAIN_TASKS, "joint"),
-    "D": Pool("D", "held-out tasks, joint", HELDOUT_TASKS, "joint"),
+    "A": Pool("A", "phase 1 only: declare_root_cause ends the episode", "train", "p1_only"),
+    "B": Pool("B", "phase 2 only: reset hands over the oracle belief", "train", "p2_only"),
+    "C": Pool("C", "joint: diagnose, hand over, then work in the code", "train", "joint"),
+    "D": Pool("D", "held-out tasks, joint", "heldout", "joint"),
 }
+
+
+def reset_choices(task: str | None, pool: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """For ``reset(task, pool)``: ``(the task named, or None; the tasks a seeded draw picks from)``.
+
+    ``task`` may be an id (drawn from the pool's classic tasks for the seed stream's sake, then
+    ignored), a suite spec such as ``"generated"`` or ``"generated:train"`` (the draw picks one
+    of its tasks in the pool's split; with no pool, a suite named without a split means its
+    train split), or None (the pool's classic tasks; no pool: the classic train tasks).
+    ValueError for an unknown task or one outside the pool.
+    """
+    suite = parse_suite(task)
+    if suite is not None:
+        split = POOLS[pool].split if pool is not None else (suite[1] or "train")
+        if suite[1] not in (None, split):
+            raise ValueError(f"{task!r} has no task in pool {pool} (its split is {split!r})")
+        return None, tuple(resolve_tasks(task, split))
+    candidates = POOLS[pool].tasks if pool is not None else TRAIN_TASKS
+    if task is not None and pool is None:
+        split_of(task)  # ValueError naming the suites for an unknown id
+    elif task is not None and not POOLS[pool].accepts(task):
+        raise ValueError(f"task {task!r} is not in pool {pool} ({POOLS[pool].split} tasks); "
+                         f"its classic tasks: {list(candidates)}")
+    return task, candidates
 
 
 def oracle_belief(scenario: Scenario) -> BeliefState:

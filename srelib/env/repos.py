@@ -1,9 +1,11 @@
 """Phase-2 code repositories: the tree, its commit history, reference fixes and hidden tests.
 
 Each repository lives in ``repo_data/<name>/`` (layout in docs/CONTRACTS.md): a manifest, the
-full contents of every file each commit added or changed, the files a reference fix rewrites,
-and the hidden tests. Unified diffs are computed here from the stored file versions, so every
-commit diff replays onto its parent and every fix diff applies to the final tree.
+full contents of every file each commit added or changed, and the hidden tests. What belongs to
+one task (its FAIL_TO_PASS / PASS_TO_PASS ids and the files its reference fix rewrites) lives in
+that task's scenario folder, so several tasks can share a repository. Unified diffs are
+computed here from the stored file versions, so every commit diff replays onto its parent and
+every fix diff applies to the final tree.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
+
+from .scenarios import FOLDERS
 
 REPO_DATA = Path(__file__).with_name("repo_data")
 DELETED_SUFFIX = ".deleted"
@@ -145,20 +149,23 @@ def _load_commits(root: Path, manifest: dict) -> tuple[dict[str, str], list[Comm
 
 @functools.lru_cache(maxsize=None)
 def load_repo(name: str) -> Repo:
-    """Load (once; repositories are static) the repository called ``name``."""
+    """Load (once; repositories are static) the repository called ``name``: one in repo_data,
+    its per-task facts (test ids, reference fixes) from the scenario folders naming it, or a
+    generated task's repository (built by ``srelib.env.taskgen``)."""
     valid = list_repos()
     if name not in valid:
-        raise ValueError(f"unknown repo {name!r}; valid: {valid}")
+        if isinstance(name, str) and "." in name:  # repo_data names have no dot; generated ones do
+            from srelib.env import taskgen
+
+            return taskgen.build_repo(name)
+        raise ValueError(f"unknown repo {name!r}; valid: {valid} or a generated task's repo")
     root = REPO_DATA / name
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     tree, commits = _load_commits(root, manifest)
-    fix_root = root / "fix"
-    fixes = {
-        d.name: MappingProxyType(_read_files(d))
-        for d in (sorted(fix_root.iterdir()) if fix_root.is_dir() else []) if d.is_dir()
-    }
-    f2p, p2p = manifest.get("fail_to_pass", {}), manifest.get("pass_to_pass", {})
-    tests_by_task = {t: (tuple(f2p.get(t, ())), tuple(p2p.get(t, ()))) for t in set(f2p) | set(p2p)}
+    folders = [f for f in FOLDERS.values() if f.scenario.repo == name]
+    fix_files = {f.scenario.name: f.fix_files() for f in folders}
+    fixes = {task: MappingProxyType(files) for task, files in fix_files.items() if files is not None}
+    tests_by_task = {f.scenario.name: (f.fail_to_pass, f.pass_to_pass) for f in folders}
     return Repo(
         name=manifest["name"], service=manifest["service"], description=manifest["description"],
         tree=MappingProxyType(tree), commits=tuple(commits),

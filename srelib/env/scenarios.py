@@ -1,13 +1,22 @@
-"""Scenarios as data: one JSON file per task in ``scenario_data/``, loaded into frozen dataclasses.
+"""Scenarios as data: one folder per hand-written task in ``scenario_data/``.
 
-Adding a scenario means adding a file. Each file holds the public facts other modules rely on
-(the fields listed in docs/CONTRACTS.md) plus the simulation spec that ``infra`` plays out:
-the deploy histories, the hidden conditions (faults and their consequences), the scenario's own
-log lines and its optional red herrings. Every file is validated when it is loaded.
+Adding a scenario means adding a folder ``scenario_data/<name>/``:
+
+* ``scenario.json``: the public facts other modules rely on (the fields listed in
+  docs/CONTRACTS.md), the simulation spec that ``infra`` plays out (deploy histories, hidden
+  conditions, the scenario's own log lines, optional red herrings), ``repo`` (a repository in
+  ``repo_data/``, which several scenarios may share) and ``tests``:
+  ``{"fail_to_pass": [test ids], "pass_to_pass": [test ids]}`` of that repository's hidden tests;
+* ``fix/<path>``: the full contents of each file the reference fix rewrites (no ``fix/``: the
+  task needs no code change).
+
+Every folder is validated when it is loaded; ``srelib tasks check PATH`` checks one against its
+repository too. Generated task ids (``family.service.site``) are built by ``srelib.env.taskgen``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -221,26 +230,99 @@ def _validate(s: Scenario, where: str) -> None:
         _check(h.service in SERVICES and h.level in LOG_LEVELS, where, f"bad red herring {h}")
 
 
-def _load_all() -> dict[str, Scenario]:
-    found = []
-    for path in sorted(DATA_DIR.glob("*.json")):
-        with path.open(encoding="utf-8") as fh:
-            scenario = _parse(json.load(fh), path.name)
-        _check(scenario.name == path.stem, path.name, "name must match the file name")
-        found.append(scenario)
-    found.sort(key=lambda sc: (sc.order, sc.name))
-    return {sc.name: sc for sc in found}
+@dataclass(frozen=True)
+class ScenarioFolder:
+    """A hand-written task as stored: its Scenario, its test ids and where its fix lives."""
+
+    path: Path
+    scenario: Scenario
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+
+    def fix_files(self) -> dict[str, str] | None:
+        """The files the reference fix rewrites, {path: text}; None when no change is needed."""
+        root = self.path / "fix"
+        if not root.is_dir():
+            return None
+        return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+                for p in sorted(root.rglob("*"))
+                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
 
 
-SCENARIOS: dict[str, Scenario] = _load_all()
+def _test_ids(raw: object, where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    _check(isinstance(raw, dict), where, "'tests' must be an object with fail_to_pass and pass_to_pass")
+    unknown = set(raw) - {"fail_to_pass", "pass_to_pass"}
+    _check(not unknown, where, f"tests: unknown keys {sorted(unknown)}; valid keys: "
+                               "['fail_to_pass', 'pass_to_pass']")
+    lists = []
+    for key in ("fail_to_pass", "pass_to_pass"):
+        ids = raw.get(key, [])
+        _check(isinstance(ids, list) and all(isinstance(i, str) and "::" in i for i in ids), where,
+               f"tests.{key} must be a list of '<file>::test_<name>' ids")
+        lists.append(tuple(ids))
+    return lists[0], lists[1]
 
-#: Task names in the reference's registry order.
+
+def read_folder(path: Path | str) -> ScenarioFolder:
+    """Read and validate one scenario folder; ValueError saying what is wrong."""
+    path = Path(path)
+    where = f"{path.name}/scenario.json"
+    _check((path / "scenario.json").is_file(), path.name, "no scenario.json in the folder")
+    try:
+        raw = json.loads((path / "scenario.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc})") from None
+    _check(isinstance(raw, dict), where, "expected an object")
+    raw = dict(raw)
+    _check("tests" in raw, where, "missing 'tests' (fail_to_pass and pass_to_pass test ids)")
+    f2p, p2p = _test_ids(raw.pop("tests"), where)
+    scenario = _parse(raw, where)
+    _check(scenario.name == path.name, where, f"name {scenario.name!r} must match the folder name")
+    return ScenarioFolder(path, scenario, f2p, p2p)
+
+
+def _load_all() -> dict[str, ScenarioFolder]:
+    found = [read_folder(p) for p in sorted(DATA_DIR.iterdir()) if p.is_dir()]
+    found.sort(key=lambda f: (f.scenario.order, f.scenario.name))
+    return {f.scenario.name: f for f in found}
+
+
+#: The hand-written tasks' folders, by task name.
+FOLDERS: dict[str, ScenarioFolder] = _load_all()
+SCENARIOS: dict[str, Scenario] = {name: f.scenario for name, f in FOLDERS.items()}
+
+#: The hand-written (``classic``) task names in the reference's registry order.
 TASKS: tuple[str, ...] = tuple(SCENARIOS)
 
 
 def get_scenario(name: str) -> Scenario:
-    """The Scenario called ``name``; ValueError listing TASKS for an unknown name."""
-    try:
+    """The Scenario of any task id: a classic name or a generated ``family.service.site`` id.
+
+    ValueError naming the suites and example ids for an unknown id.
+    """
+    if isinstance(name, str) and name in SCENARIOS:
         return SCENARIOS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown task {name!r}; valid tasks: {list(TASKS)}") from None
+    if isinstance(name, str) and "." in name:
+        from srelib.env import taskgen
+
+        if taskgen.is_generated_id(name):
+            try:
+                return _generated(name)
+            except ValueError as exc:
+                raise ValueError(f"{unknown_task_message(name)} ({exc})") from None
+    raise ValueError(unknown_task_message(name))
+
+
+@functools.lru_cache(maxsize=None)
+def _generated(task_id: str) -> Scenario:
+    from srelib.env.taskgen import build_scenario
+
+    return build_scenario(task_id)
+
+
+def unknown_task_message(names: object) -> str:
+    """Why ``names`` (one id or a list) are no tasks: the suites and a few example ids."""
+    what = f"unknown tasks {names}" if isinstance(names, list) else f"unknown task {names!r}"
+    return (f"{what}; valid tasks: the 'classic' suite {list(TASKS)} and the 'generated' suite "
+            "(ids '<family>.<service>.<site>'; srelib.list_tasks('generated') lists them), or a "
+            "suite name ('classic', 'generated', 'generated:heldout', ...)")

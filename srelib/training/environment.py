@@ -29,8 +29,9 @@ _PY_TYPES = {str: str, int: int, bool: bool, float: float, dict: dict}
 
 @dataclass(frozen=True)
 class TaskDistribution:
-    """Which incidents a training run plays: ``tasks`` (``"all"`` or names) in ``pools``,
-    drawn with ``random.Random(f"{seed}:{rollout}")`` for rollout index ``rollout``."""
+    """Which incidents a training run plays: ``tasks`` (``"all"``, the classic tasks, or a task
+    spec: ids and suites such as ``"generated:train"``) in ``pools``, each pool keeping the
+    tasks of its split, drawn with ``random.Random(f"{seed}:{rollout}")`` for rollout ``rollout``."""
 
     tasks: str | Sequence[str] = "all"
     pools: Sequence[str] = ("C",)
@@ -38,13 +39,15 @@ class TaskDistribution:
 
     def choices(self) -> list[tuple[str, str]]:
         """Every ``(task, pool)`` this distribution draws from."""
+        from srelib.env.catalog import resolve_tasks
         from srelib.env.pools import POOLS
 
         unknown = [p for p in self.pools if p not in POOLS]
         if unknown or not self.pools:
             raise ValueError(f"unknown pools {unknown}; valid pools: {sorted(POOLS)}")
-        pairs = [(t, p) for p in self.pools for t in POOLS[p].tasks
-                 if self.tasks == "all" or t in self.tasks]
+        wanted = None if self.tasks == "all" else resolve_tasks(self.tasks)
+        pairs = [(t, p) for p in self.pools
+                 for t in (POOLS[p].tasks if wanted is None else wanted) if POOLS[p].accepts(t)]
         if not pairs:
             raise ValueError(f"tasks {self.tasks!r} are in none of the pools {list(self.pools)}")
         return pairs

@@ -1,0 +1,33 @@
+"""Generated tasks: fault families x culprit services x bug sites, admitted by validation.
+
+A task id is ``<family>.<service>.<site>`` (classic ids never contain a dot); its repository is
+``gen.<task id>``. :func:`build_scenario` and :func:`build_repo` build one task lazily from the
+bases, shapes and recipes in this package; :func:`generated_suite` generates every candidate,
+admits those that pass the validity gate and reports the rejections by reason, cached on disk
+(:mod:`.cache`). Same GENERATOR_VERSION and id, same bytes, in any process.
+"""
+
+from __future__ import annotations
+
+from .families import FAMILIES, Family
+from .recipes import GENERATOR_VERSION, HELDOUT_FAMILIES, Candidate, split_of
+from .tasks import REPO_PREFIX, build_repo, build_scenario, candidate, is_generated_id
+
+
+def candidates() -> dict[str, Candidate]:
+    """Every candidate task the generator can build, by id (admitted or not)."""
+    from .tasks import _candidates
+
+    return dict(_candidates())
+
+
+def generated_suite():
+    """The admitted tasks and the rejections (a :class:`~.suite.SuiteReport`); cached on disk."""
+    from .suite import generated_suite as _suite
+
+    return _suite()
+
+
+__all__ = ["FAMILIES", "Family", "GENERATOR_VERSION", "HELDOUT_FAMILIES", "REPO_PREFIX", "Candidate",
+           "build_repo", "build_scenario", "candidate", "candidates", "generated_suite",
+           "is_generated_id", "split_of"]
