@@ -8,8 +8,10 @@ DEMO_STAMP := $(VENV)/.demo-installed
 # torch is pinned here, in the same pip command as transformers, so pip takes the local CPU
 # wheel; the package itself never pins torch (Colab and Runpod bring their own).
 TEST_PINS := torch==2.13.0 transformers==5.24.0
+# the small agent SFT makes from the scripted policies; notebooks 04 and 05 use it when present
+export SRELIB_AGENT_DIR ?= $(HOME)/.cache/srelib/agent
 
-.PHONY: setup test demo lab bench clean
+.PHONY: setup test demo lab bench clean agent
 
 $(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
@@ -25,7 +27,12 @@ $(DEMO_STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-test: $(STAMP)
+$(SRELIB_AGENT_DIR)/srelib_prompt.json: | $(STAMP)
+	$(BIN)/python -m srelib agent train --out $(SRELIB_AGENT_DIR)
+
+agent: $(SRELIB_AGENT_DIR)/srelib_prompt.json
+
+test: $(STAMP) agent
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/python -m pytest -q --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
 

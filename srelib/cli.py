@@ -6,6 +6,7 @@
     srelib report runs/h
     srelib demo --out results
     srelib serve --port 8000 --max-sessions 16
+    srelib agent train --out models/agent && srelib agent measure models/agent
 
 The demo's CSVs name a policy and a handoff "null": read them with
 ``pandas.read_csv(path, keep_default_na=False, na_values=[""])`` so it stays a name.
@@ -98,6 +99,24 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     demo.set_defaults(run=_cmd_demo, parser=demo)
 
+    agent = sub.add_parser("agent", help="train, or measure, the small agent SFT makes "
+                           "from the scripted policies (needs pip install 'srelib[train]')")
+    agent_sub = agent.add_subparsers(dest="agent_command", required=True)
+    train = agent_sub.add_parser("train", help="train the agent and save it to --out")
+    train.add_argument("--out", default=None, help="folder to save to (default: "
+                       "$SRELIB_AGENT_DIR, else ~/.cache/srelib/agent)")
+    train.add_argument("--seeds", type=_seeds, default=6, help="demonstration seeds: N or a,b,c")
+    train.add_argument("--epochs", type=float, default=None, help="passes over the demonstrations")
+    train.set_defaults(run=_cmd_agent_train, parser=train)
+    measure = agent_sub.add_parser("measure", help="parse-failure rate and score against the "
+                                   "null policy on held-out seeds of the train tasks")
+    measure.add_argument("folder", nargs="?", default=None, help="a saved agent (default: "
+                         "the one 'srelib agent train' saves)")
+    measure.add_argument("--seeds", type=_seeds, default=4,
+                         help="N held-out seeds (1000..1000+N-1, never trained on) or a,b,c")
+    measure.add_argument("--pools", type=_pools, default="A,C", help="comma-separated pools")
+    measure.set_defaults(run=_cmd_agent_measure, parser=measure)
+
     serve = sub.add_parser("serve", help="serve the environment over OpenEnv's protocol "
                            "(needs pip install 'srelib[serve]')")
     serve.add_argument("--host", default="127.0.0.1",
@@ -109,6 +128,32 @@ def _parser() -> argparse.ArgumentParser:
                        help="seconds after which an idle session is closed")
     serve.set_defaults(run=_cmd_serve, parser=serve)
     return parser
+
+
+def _cmd_agent_train(args) -> int:
+    from srelib.training.agent import train_agent
+
+    options = {} if args.epochs is None else {"epochs": args.epochs}
+    seeds = range(args.seeds) if isinstance(args.seeds, int) else args.seeds
+    train_agent(args.out, seeds=seeds, **options)
+    return 0
+
+
+def _cmd_agent_measure(args) -> int:
+    from srelib.stats import to_markdown
+    from srelib.training.agent import (HELD_OUT_SEEDS, agent_policy, default_agent_dir,
+                                       find_agent, measure_agent)
+
+    folder = find_agent(args.folder)
+    if folder is None:
+        raise ValueError(f"no saved agent in {args.folder or default_agent_dir()}; "
+                         "run 'srelib agent train' first")
+    seeds = (range(HELD_OUT_SEEDS[0], HELD_OUT_SEEDS[0] + args.seeds)
+             if isinstance(args.seeds, int) else args.seeds)
+    result = measure_agent(agent_policy(folder), seeds=seeds, pools=args.pools)
+    print(f"parse-failure rate: {result['parse_failure_rate']:.3f} of the agent's steps")
+    print(to_markdown(result["scores"], index=False))
+    return 0
 
 
 def _cmd_serve(args) -> int:

@@ -17,9 +17,12 @@
 # | Ollama: `ollama serve` | `BASE_URL = "http://localhost:11434/v1"`, `MODEL = "gemma3:1b"` |
 # | `transformers serve` | `BASE_URL = "http://localhost:8000/v1"`, `MODEL` = the hub id |
 #
-# With no key and no endpoint configured, the notebook serves srelib's tiny offline test model
-# with `transformers serve` on 127.0.0.1 instead. That is how CI runs it: every cell runs for
-# real, against a real HTTP server, but the tiny model's scores say nothing about real models.
+# With no key and no endpoint configured, the notebook serves a small offline model with
+# `transformers serve` on 127.0.0.1 instead: the agent that `make agent` (`srelib agent train`)
+# trains on the scripted policies' episodes when it has been saved, else srelib's tiny test
+# model. That is how CI runs it: every cell runs for real, against a real HTTP server; the agent
+# writes valid actions and plays real episodes, but neither model's scores say anything about
+# real LLMs.
 
 # %% tags=["parameters"]
 MODEL = "gpt-4o-mini"          # the model name the endpoint serves
@@ -60,7 +63,9 @@ import atexit
 import contextlib
 from urllib.parse import urlsplit
 
+from srelib.policies.saved import saved_settings
 from srelib.tiny_model import TINY_PROMPT_LIMITS, serve_tiny_model
+from srelib.training.agent import find_agent
 
 endpoint = contextlib.ExitStack()
 atexit.register(endpoint.close)
@@ -72,6 +77,16 @@ if configured:
     print(f"Using the configured endpoint "
           f"({BASE_URL or os.environ.get('OPENAI_BASE_URL') or 'the OpenAI API'}) "
           f"with model {MODEL!r}.")
+elif find_agent():
+    served = endpoint.enter_context(serve_tiny_model(find_agent()))
+    base_url, model, api_key = served.base_url, served.model, "no-key-needed"
+    limits = saved_settings(served.model)  # the prompt it was trained with
+    max_tokens = min(MAX_TOKENS, limits.pop("max_new_tokens"))
+    print("No OPENAI_API_KEY, OPENAI_BASE_URL or BASE_URL is set, so this run uses the small "
+          f"agent saved by `make agent`, served by `transformers serve` at {served.base_url}.")
+    print(f"It learnt the action format from the scripted policies' episodes; its replies are "
+          f"capped at {max_tokens} tokens and its prompts use its training settings "
+          f"({limits['obs_chars']} characters per observation).")
 else:
     served = endpoint.enter_context(serve_tiny_model())
     base_url, model, api_key = served.base_url, served.model, "no-key-needed"
@@ -80,7 +95,7 @@ else:
           f"offline test model, served by `transformers serve` at {served.base_url}.")
     print(f"Its replies are capped at {max_tokens} tokens and its prompts at "
           f"{limits['obs_chars']} characters per observation; its scores only show that the "
-          "pipeline works.")
+          "pipeline works (`make agent` trains a small agent this notebook then serves).")
 # a model on this machine (the tiny model, vLLM or Ollama on localhost) has no price per token
 host = urlsplit(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com").hostname
 local = served is not None or host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")

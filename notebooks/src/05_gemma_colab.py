@@ -14,9 +14,11 @@
 #   newer: L4, A100, H100) and in fp32 otherwise (a T4), never in fp16, which overflows in
 #   Gemma. Gemma is gated: accept its licence on the Hugging Face hub and log in (on Colab, add
 #   an `HF_TOKEN` secret); without access the notebook stops early and says what to do.
-# * **Without CUDA** (a laptop, CI) `USE_TINY_MODEL` switches to srelib's tiny offline model of
-#   the same architecture and chat template, so every cell still runs for real; its scores only
-#   show that the pipeline works.
+# * **Without CUDA** (a laptop, CI) `USE_TINY_MODEL` switches to a small offline model of the
+#   same architecture and chat template, so every cell still runs for real: the agent that
+#   `make agent` (`srelib agent train`) trains on the scripted policies' episodes when it has
+#   been saved, which writes valid actions and plays real episodes, else srelib's tiny test
+#   model, whose scores only show that the pipeline works.
 
 # %% tags=["parameters"]
 MODEL_ID = "google/gemma-3-1b-it"  # any chat model on the hub, e.g. "google/gemma-3-4b-it"
@@ -43,10 +45,20 @@ from transformers.utils import logging as hf_logging
 hf_logging.disable_progress_bar()  # loading bars would make the stored outputs vary
 cuda = torch.cuda.is_available()
 use_tiny = (not cuda) if USE_TINY_MODEL is None else bool(USE_TINY_MODEL)
+agent = None
 if use_tiny:
+    from srelib.training.agent import find_agent
+
+    agent = find_agent()
     why = "no CUDA device was found" if not cuda else "USE_TINY_MODEL is True"
-    print(f"Running the tiny offline test model instead of {MODEL_ID}: {why}. "
-          "Its scores only show that the pipeline works; run on a GPU for real numbers.")
+    if agent:
+        print(f"Running the small agent saved by `make agent` instead of {MODEL_ID}: {why}. "
+              "It learnt the action format from the scripted policies' episodes; run on a "
+              "GPU for Gemma's numbers.")
+    else:
+        print(f"Running the tiny offline test model instead of {MODEL_ID}: {why}. Its scores "
+              "only show that the pipeline works (`make agent` trains a small agent that "
+              "this notebook then uses); run on a GPU for real numbers.")
 elif cuda:
     print(f"Running {MODEL_ID} on {torch.cuda.get_device_name(0)}"
           f"{' in 4-bit' if LOAD_IN_4BIT else ''}.")
@@ -107,7 +119,11 @@ else:
 from srelib.policies import HFTransformersChatPolicy
 from srelib.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
 
-if use_tiny:
+if agent:  # its prompt settings are saved beside its weights
+    model_name = "agent"
+    policy = HFTransformersChatPolicy(agent, load_in_4bit=False, temperature=0,
+                                      name=model_name, max_batch_size=BATCH_SIZE)
+elif use_tiny:
     model_name = "tiny"
     policy = HFTransformersChatPolicy(tiny_chat_model(), load_in_4bit=False, temperature=0,
                                       max_new_tokens=min(MAX_NEW_TOKENS, 32), name=model_name,

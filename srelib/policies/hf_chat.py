@@ -25,10 +25,14 @@ from srelib.policies import kv_cache
 from srelib.policies.base import ChatPolicyBase
 from srelib.policies.kv_cache import PrefixCache, Row
 from srelib.policies.prompts import SYSTEM_PROMPT, fold_system
+from srelib.policies.saved import saved_settings
 
 log = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "bfloat16", "float32")
+#: Prompt settings for a model saved without its own (see srelib.policies.saved).
+_PROMPT_DEFAULTS = {"system_prompt": SYSTEM_PROMPT, "obs_chars": 6000, "max_history": 6,
+                    "max_prompt_chars": 24000, "max_new_tokens": 512}
 
 
 def native_bf16() -> bool:
@@ -127,23 +131,31 @@ class HFTransformersChatPolicy(ChatPolicyBase):
     ``reset(seed=...)`` seeds sampling; with ``temperature=0`` decoding is greedy.
     ``tools=True`` renders the actions as tools through the chat template, when the template
     can render them (else a warning, and actions are read from the reply text), and reads a
-    tool call from the reply with the tokenizer's ``response_template``.
+    tool call from the reply with the tokenizer's ``response_template``. A folder saved with
+    prompt settings (:mod:`srelib.policies.saved`, e.g. by ``srelib agent train``) supplies the
+    defaults of ``system_prompt``, ``obs_chars``, ``max_history``, ``max_prompt_chars`` and
+    ``max_new_tokens``.
     """
 
     def __init__(self, model_id_or_path: str | None = None, *, model_id: str | None = None,
                  device_map: str | None = "auto", load_in_4bit: bool = True,
-                 torch_dtype: Any = "auto", max_new_tokens: int = 512, temperature: float = 0.2,
-                 top_p: float = 0.95, max_history: int = 6, model: Any = None,
-                 tokenizer: Any = None, max_batch_size: int = 16, max_failures: int = 3,
-                 obs_chars: int = 6000, max_prompt_chars: int = 24000, kv_cache: bool = True,
-                 tools: bool = False, system_prompt: str = SYSTEM_PROMPT,
+                 torch_dtype: Any = "auto", max_new_tokens: int | None = None,
+                 temperature: float = 0.2, top_p: float = 0.95, max_history: int | None = None,
+                 model: Any = None, tokenizer: Any = None, max_batch_size: int = 16,
+                 max_failures: int = 3, obs_chars: int | None = None,
+                 max_prompt_chars: int | None = None, kv_cache: bool = True,
+                 tools: bool = False, system_prompt: str | None = None,
                  name: str | None = None):
-        super().__init__(max_history=max_history, max_failures=max_failures,
-                         obs_chars=obs_chars, max_prompt_chars=max_prompt_chars,
-                         system_prompt=system_prompt)
         source = model_id_or_path or model_id
         if source is None and (model is None or tokenizer is None):
             raise ValueError("give model_id_or_path, or both model= and tokenizer=")
+        given = {"system_prompt": system_prompt, "obs_chars": obs_chars,
+                 "max_history": max_history, "max_prompt_chars": max_prompt_chars,
+                 "max_new_tokens": max_new_tokens}
+        prompt = {**_PROMPT_DEFAULTS, **saved_settings(source),
+                  **{k: v for k, v in given.items() if v is not None}}
+        max_new_tokens = prompt.pop("max_new_tokens")
+        super().__init__(max_failures=max_failures, **prompt)
         self.max_new_tokens, self.temperature = int(max_new_tokens), float(temperature)
         self.top_p, self.max_batch_size = float(top_p), max(1, int(max_batch_size))
         self.dtype = resolve_dtype(torch_dtype)

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from srelib.policies.base import ChatPolicyBase
-from srelib.policies.prompts import fold_system
+from srelib.policies.prompts import SYSTEM_PROMPT, fold_system
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,8 @@ class OpenAIChatPolicy(ChatPolicyBase):
     tried, and kept if it is accepted. ``tools=True`` sends the actions as function tools
     (:func:`srelib.policies.tools.tool_definitions`) and reads the model's ``tool_calls``; a
     server that rejects tools is asked again without them, and the policy then reads actions
-    from the reply text, as it does by default.
+    from the reply text, as it does by default. ``system_prompt`` replaces the default one (a
+    model trained with its own, such as the agent ``srelib agent train`` saves).
     """
 
     def __init__(self, model: str = "gpt-4o-mini", max_history: int = 8,
@@ -61,9 +62,11 @@ class OpenAIChatPolicy(ChatPolicyBase):
                  backoff: float = 0.5, max_retry_after: float = 30.0, max_tokens: int = 600,
                  max_concurrency: int = 8, max_failures: int = 3, obs_chars: int = 6000,
                  max_prompt_chars: int = 32000, fold_system: bool | None = None,
-                 tools: bool = False, name: str | None = None):
+                 tools: bool = False, system_prompt: str = SYSTEM_PROMPT,
+                 name: str | None = None):
         super().__init__(max_history=max_history, max_failures=max_failures,
-                         obs_chars=obs_chars, max_prompt_chars=max_prompt_chars)
+                         obs_chars=obs_chars, max_prompt_chars=max_prompt_chars,
+                         system_prompt=system_prompt)
         try:
             from openai import OpenAI
         except ImportError as e:  # pragma: no cover - depends on the install

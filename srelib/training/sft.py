@@ -10,7 +10,10 @@ with the same settings.
 
 from __future__ import annotations
 
+import logging
 from typing import Iterable, Sequence
+
+log = logging.getLogger(__name__)
 
 COMPACT_SYSTEM_PROMPT = (
     "You are the on-call SRE for a system of seven services. Each turn, reply with exactly one "
@@ -25,9 +28,10 @@ DEMONSTRATORS = ("reference", "heuristic")
 def demonstrations(seeds: Iterable[int] = range(3), tasks: str | Sequence[str] = "all",
                    pools: Sequence[str] = ("A", "B", "C"),
                    demonstrators: Sequence[str] = DEMONSTRATORS, prompt: dict | None = None,
-                   **evaluate_kwargs) -> list[dict]:
+                   min_score: float | None = None, **evaluate_kwargs) -> list[dict]:
     """Prompt-completion rows (system folded into the first user turn, as Gemma needs) from
-    the ``demonstrators``' episodes on ``tasks`` x ``pools`` x ``seeds``."""
+    the ``demonstrators``' episodes on ``tasks`` x ``pools`` x ``seeds``; with ``min_score``,
+    only from the episodes whose final score reaches it."""
     import tempfile
 
     from srelib.policies.prompts import fold_system
@@ -42,7 +46,8 @@ def demonstrations(seeds: Iterable[int] = range(3), tasks: str | Sequence[str] =
                  pools=list(pools), seeds=list(seeds), out=out, **evaluate_kwargs)
         episodes = load_episodes(out)
     return [{"prompt": fold_system(row["prompt"]), "completion": row["completion"]}
-            for row in turn_rows(episodes, **(prompt or COMPACT_PROMPT))]
+            for row in turn_rows(episodes, **(prompt or COMPACT_PROMPT))
+            if min_score is None or row["score"] >= min_score]
 
 
 def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float = 2.0,
@@ -50,21 +55,42 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
               peft_config=None, seed: int = 0, **config_overrides):
     """Fine-tune ``model`` on ``rows`` with ``trl.SFTTrainer`` (loss on completions only) and
     return the trainer. A row longer than ``max_length`` tokens loses the start of its prompt,
-    never its completion. ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only."""
+    never its completion; a row whose completion alone is longer is left out, with a warning.
+    ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     from srelib.policies.hf_chat import native_bf16
 
-    settings = {"logging_steps": 10, "lr_scheduler_type": "cosine",
-                "truncation_mode": "keep_end", **config_overrides}
+    examples = [e for e in (_tokenized(r, tokenizer, max_length) for r in rows) if e]
+    if not examples:
+        raise ValueError(f"every completion is longer than max_length={max_length} tokens")
+    if len(examples) < len(rows):
+        log.warning("sft_train: %d of %d rows have a completion longer than max_length=%d "
+                    "tokens and are left out", len(rows) - len(examples), len(rows), max_length)
+    settings = {"logging_steps": 10, "lr_scheduler_type": "cosine", **config_overrides}
     config = SFTConfig(output_dir=str(output_dir), num_train_epochs=epochs,
                        learning_rate=learning_rate, per_device_train_batch_size=batch_size,
-                       max_length=max_length, completion_only_loss=True, save_strategy="no",
+                       max_length=None, completion_only_loss=True, save_strategy="no",
                        report_to="none", seed=seed, bf16=native_bf16(),
                        use_cpu=not torch.cuda.is_available(), **settings)
-    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows),
+    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(examples),
                          processing_class=tokenizer, peft_config=peft_config)
     trainer.train()
     return trainer
+
+
+def _tokenized(row: dict, tokenizer, max_length: int) -> dict | None:
+    """``input_ids`` and ``labels`` (the prompt masked out) of a prompt-completion row, cut
+    from the left to ``max_length`` tokens; None if the completion alone is longer."""
+    prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True,
+                                           tokenize=True, return_dict=True)["input_ids"]
+    full = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True,
+                                         return_dict=True)["input_ids"]
+    shared = next((i for i, (a, b) in enumerate(zip(prompt, full)) if a != b),
+                  min(len(prompt), len(full)))
+    if len(full) - shared > max_length:
+        return None
+    labels = [-100] * shared + full[shared:]
+    return {"input_ids": full[-max_length:], "labels": labels[-max_length:]}

@@ -1,0 +1,205 @@
+"""A small agent trained on the environment: SFT on scripted demonstrations, saved to a folder.
+
+:func:`train_agent` plays the reference and heuristic policies on the train tasks, trains a
+byte-level BPE tokenizer on the text of those turns (a line that recurs, such as a list of
+valid actions or a common action, becomes one token, so a prompt is a few hundred tokens and
+an action a handful), builds a small Gemma-architecture model with full attention over its
+whole context, fine-tunes it with :func:`srelib.training.sft.sft_train` and saves it, with its
+prompt settings (:mod:`srelib.policies.saved`), so that
+``HFTransformersChatPolicy(model_id_or_path=folder, load_in_4bit=False)`` prompts it the way it
+was trained. Turns whose action is too long for the agent to write (a patch's diff) are left
+out of its training data, so in phase 2 it explores and declares, it does not patch.
+
+:func:`default_agent_dir` is where ``make agent`` saves it and where the notebooks look
+(``SRELIB_AGENT_DIR`` overrides it); :func:`find_agent` says whether one is there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from srelib.training.sft import COMPACT_SYSTEM_PROMPT
+
+#: How the agent is prompted: short observations, the incident and one previous turn.
+AGENT_PROMPT = {"system_prompt": COMPACT_SYSTEM_PROMPT, "obs_chars": 2000, "max_history": 1,
+                "max_prompt_chars": 7000, "max_new_tokens": 48}
+#: Pools the demonstrations come from: phase 1 alone, and both phases.
+TRAIN_POOLS = ("A", "C")
+#: Only episodes that scored this well are imitated: a small model copies a confused
+#: demonstration as readily as a good one.
+MIN_SCORE = 0.9
+
+
+def default_agent_dir() -> Path:
+    """``$SRELIB_AGENT_DIR``, else ``~/.cache/srelib/agent``."""
+    configured = os.environ.get("SRELIB_AGENT_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "srelib" / "agent"
+
+
+def find_agent(path: str | os.PathLike | None = None) -> str | None:
+    """The folder of a saved agent at ``path`` (default :func:`default_agent_dir`), or None."""
+    from srelib.policies.saved import SETTINGS_FILE
+
+    folder = Path(path) if path is not None else default_agent_dir()
+    needed = ("config.json", "tokenizer.json", SETTINGS_FILE)
+    return str(folder) if all((folder / name).is_file() for name in needed) else None
+
+
+def transcript_options(settings: dict) -> dict:
+    """The :class:`~srelib.policies.prompts.Transcript` options for chat-policy ``settings``."""
+    return {"system": settings["system_prompt"], "obs_chars": settings["obs_chars"],
+            "max_history": settings["max_history"], "max_chars": settings["max_prompt_chars"]}
+
+
+def agent_tokenizer(rows: Sequence[dict], vocab_size: int = 4096):
+    """A byte-level BPE tokenizer trained on the lines of ``rows``' messages, with the tiny
+    model's Gemma-style chat template and turn markers. Merges may cross spaces and
+    punctuation but not line ends, so a recurring line is one token."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from srelib.tiny_model import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS, START_OF_TURN
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split("\n", "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    bpe.decoder = decoders.ByteLevel()
+    lines = (line for row in rows for message in row["prompt"] + row["completion"]
+             for line in message["content"].split("\n"))
+    bpe.train_from_iterator(lines, trainer=trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+        unk_token="<unk>", additional_special_tokens=[START_OF_TURN, END_OF_TURN],
+        chat_template=CHAT_TEMPLATE, padding_side="left")
+
+
+def agent_model(tokenizer, *, hidden_size: int = 64, layers: int = 2, context: int = 1024,
+                seed: int = 0):
+    """A fresh Gemma3 causal LM for ``tokenizer``: ``layers`` layers of full attention over
+    ``context`` positions, head_dim 32, greedy decoding that stops at the end of a turn."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    from srelib.tiny_model import END_OF_TURN
+
+    torch.manual_seed(seed)
+    stops = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(END_OF_TURN)]
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=3 * hidden_size,
+        num_hidden_layers=layers, num_attention_heads=hidden_size // 32, num_key_value_heads=1,
+        head_dim=32, query_pre_attn_scalar=32, max_position_embeddings=context,
+        sliding_window=context,
+        layer_types=["full_attention"] * layers, pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=stops, tie_word_embeddings=True)
+    model = Gemma3ForCausalLM(config)
+    model.generation_config.eos_token_id = stops
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.do_sample = False
+    return model
+
+
+def agent_rows(seeds: Iterable[int] = range(6), pools: Sequence[str] = TRAIN_POOLS,
+               settings: dict | None = None, min_score: float = MIN_SCORE) -> list[dict]:
+    """Prompt-completion rows of the reference and heuristic policies on the train tasks, from
+    their episodes that scored at least ``min_score``."""
+    from srelib.training.sft import demonstrations
+
+    return demonstrations(seeds=seeds, tasks="all", pools=pools, min_score=min_score,
+                          prompt=transcript_options(settings or AGENT_PROMPT))
+
+
+def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = range(6),
+                pools: Sequence[str] = TRAIN_POOLS, epochs: float = 5.0,
+                learning_rate: float = 5e-3, batch_size: int = 4, vocab_size: int = 4096,
+                hidden_size: int = 64, layers: int = 2, max_length: int = 512,
+                seed: int = 0, log=print) -> str:
+    """Train the agent on demonstrations from ``seeds`` x ``pools`` and save it under ``out``
+    (default :func:`default_agent_dir`); returns the folder. A turn longer than ``max_length``
+    tokens loses the start of its prompt; batches group turns of similar length. ``log`` gets
+    progress lines."""
+    import tempfile
+
+    from srelib.policies.saved import save_settings
+    from srelib.tiny_model import END_OF_TURN
+    from srelib.training.sft import sft_train
+
+    started = time.perf_counter()
+    target = Path(out) if out is not None else default_agent_dir()
+    settings = dict(AGENT_PROMPT)
+    rows = agent_rows(seeds, pools, settings)
+    tokenizer = agent_tokenizer(rows, vocab_size)
+    fits = [r for r in rows if len(tokenizer.encode(r["completion"][0]["content"] + END_OF_TURN,
+                                                    add_special_tokens=False))
+            <= settings["max_new_tokens"]]
+    log(f"{len(rows)} demonstration turns, {len(fits)} with an action short enough to write "
+        f"({len(rows) - len(fits)} patches left out); tokenizer of {len(tokenizer)} tokens")
+    model = agent_model(tokenizer, hidden_size=hidden_size, layers=layers, seed=seed)
+    with tempfile.TemporaryDirectory(prefix="srelib-agent-") as scratch:
+        trainer = sft_train(model, tokenizer, fits, scratch, epochs=epochs,
+                            learning_rate=learning_rate, batch_size=batch_size,
+                            max_length=max_length, seed=seed, disable_tqdm=True,
+                            logging_steps=10, train_sampling_strategy="group_by_length")
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    target.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(target)
+    trainer.model.save_pretrained(target)
+    save_settings(target, settings)
+    log(f"trained {sum(p.numel() for p in model.parameters()):,} parameters for {epochs:g} "
+        f"epochs in {time.perf_counter() - started:.0f} s (loss {losses[0]:.2f} -> "
+        f"{losses[-1]:.2f}); saved to {target}")
+    return str(target)
+
+
+#: Seeds the agent never trained on, for measuring it on the train tasks.
+HELD_OUT_SEEDS = tuple(range(1000, 1004))
+
+
+def agent_policy(folder: str | os.PathLike, name: str = "agent", **options):
+    """``HFTransformersChatPolicy`` over the agent in ``folder``: greedy, unquantised, with
+    the folder's prompt settings (``options`` override them)."""
+    from srelib.policies import HFTransformersChatPolicy
+
+    return HFTransformersChatPolicy(str(folder), load_in_4bit=False, temperature=0, name=name,
+                                    **options)
+
+
+def parse_failure_rate(frame) -> float:
+    """Unreadable replies per model call in a results frame: parse errors plus the give-up
+    that ends a run of them, over every step the policy took."""
+    steps = int((frame["p1_steps"] + frame["p2_steps"]).sum())
+    failures = int(frame["parse_failures"].sum() + (frame["ended_by"] == "give_up").sum())
+    return failures / max(1, steps)
+
+
+def measure_agent(policy, *, seeds: Iterable[int] = HELD_OUT_SEEDS,
+                  pools: Sequence[str] = TRAIN_POOLS, tasks: str | Sequence[str] = "all",
+                  max_steps: int = 20, baseline: str = "null") -> dict:
+    """Play ``policy`` (a chat policy, e.g. :func:`agent_policy`) and the scripted
+    ``baseline`` on ``tasks`` x ``pools`` x ``seeds``; returns ``frame`` (one row per
+    episode), the policy's ``parse_failure_rate``, and ``scores``: the mean final score of
+    each with a bootstrap CI, and the policy's paired difference from the baseline."""
+    import pandas as pd
+
+    from srelib.policies.registry import scripted_policy
+    from srelib.rollout import evaluate
+    from srelib.stats import bootstrap_ci, paired_difference
+
+    grid = {"tasks": tasks, "pools": list(pools), "seeds": list(seeds), "progress": False}
+    frame = pd.concat([evaluate({policy.name: policy}, max_steps=max_steps, **grid),
+                       evaluate({baseline: scripted_policy(baseline)}, **grid)],
+                      ignore_index=True)
+    mine = frame[frame["policy"] == policy.name]
+    scores = pd.DataFrame(
+        [dict(zip(("policy", "mean", "ci_low", "ci_high"),
+                  (name, *bootstrap_ci(frame.loc[frame["policy"] == name, "final"]))))
+         for name in (policy.name, baseline)])
+    difference = paired_difference(frame, policy.name, baseline).iloc[-1]
+    scores.loc[len(scores)] = [f"{policy.name} - {baseline} (paired)", difference["mean_diff"],
+                               difference["ci_low"], difference["ci_high"]]
+    return {"frame": frame, "parse_failure_rate": parse_failure_rate(mine), "scores": scores}

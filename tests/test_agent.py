@@ -1,0 +1,82 @@
+"""The small agent: SFT on scripted demonstrations makes a model that acts, and acts usefully.
+
+The agent ``make agent`` saved is measured when it is there (``SRELIB_AGENT_DIR`` or
+``~/.cache/srelib/agent``); otherwise it is trained here first, into a temporary folder.
+"""
+
+import json
+import shutil
+
+import pytest
+
+pytest.importorskip("trl")
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory):
+    from srelib.training.agent import find_agent, train_agent
+
+    return find_agent() or train_agent(tmp_path_factory.mktemp("agent"), log=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def measured(agent):
+    from srelib.training.agent import agent_policy, measure_agent
+
+    return measure_agent(agent_policy(agent))
+
+
+def test_the_agent_writes_actions_on_held_out_seeds(measured):
+    frame = measured["frame"]
+    mine = frame[frame["policy"] == "agent"]
+    assert set(mine["seed"]) == {1000, 1001, 1002, 1003} and set(mine["pool"]) == {"A", "C"}
+    assert measured["parse_failure_rate"] <= 0.10
+
+
+def test_the_agent_beats_the_null_policy_with_a_ci_that_excludes_zero(measured):
+    difference = measured["scores"].iloc[-1]
+    assert difference["policy"] == "agent - null (paired)"
+    assert difference["ci_low"] > 0, measured["scores"]
+
+
+def test_the_saved_prompt_settings_are_the_policys_defaults(agent, tmp_path):
+    from srelib.policies import HFTransformersChatPolicy
+    from srelib.policies.saved import SETTINGS_FILE
+    from srelib.training.agent import AGENT_PROMPT
+
+    policy = HFTransformersChatPolicy(agent, load_in_4bit=False)
+    assert (policy.system_prompt, policy.obs_chars, policy.max_history, policy.max_new_tokens) == (
+        AGENT_PROMPT["system_prompt"], AGENT_PROMPT["obs_chars"], AGENT_PROMPT["max_history"],
+        AGENT_PROMPT["max_new_tokens"])
+    assert HFTransformersChatPolicy(agent, load_in_4bit=False, obs_chars=300).obs_chars == 300
+
+    broken = tmp_path / "broken"
+    shutil.copytree(agent, broken)
+    (broken / SETTINGS_FILE).write_text(json.dumps({"obs_char": 300}))
+    with pytest.raises(ValueError, match="obs_chars"):
+        HFTransformersChatPolicy(str(broken), load_in_4bit=False)
+
+
+def test_measuring_a_folder_without_an_agent_names_it_and_the_fix(tmp_path, capsys):
+    from srelib.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["agent", "measure", str(tmp_path)])
+    error = capsys.readouterr().err
+    assert str(tmp_path) in error and "srelib agent train" in error
+
+
+def test_a_long_turn_loses_the_start_of_its_prompt_never_its_completion(agent):
+    from transformers import AutoTokenizer
+
+    from srelib.training.sft import _tokenized
+
+    tokenizer = AutoTokenizer.from_pretrained(agent)
+    answer = '{"action_type": "view_alerts", "parameters": {}, "target_service": null}'
+    row = {"prompt": [{"role": "user", "content": "x y z " * 400}],
+           "completion": [{"role": "assistant", "content": answer}]}
+    cut = _tokenized(row, tokenizer, 64)
+    assert len(cut["input_ids"]) == len(cut["labels"]) == 64
+    kept = [t for t in cut["labels"] if t != -100]
+    assert answer in tokenizer.decode(kept) and kept == cut["input_ids"][-len(kept):]
+    assert _tokenized(row, tokenizer, 1) is None  # the completion alone does not fit
