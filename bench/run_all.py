@@ -35,6 +35,7 @@ SCRIPTS = {
     "bench_memory.py": (["--episodes", "10000", "--warmup", "500"],
                         ["--episodes", "60", "--warmup", "20"]),
     "bench_notebooks.py": ([], []),
+    "bench_taskgen.py": (["--patches", "20"], ["--patches", "3"]),
     "bench_serve.py": (["--seconds", "20", "--soak-seconds", "300"],
                        ["--seconds", "2", "--soak-seconds", "10", "--seeds", "1",
                         "--sweep-seeds", "1"]),
