@@ -298,3 +298,17 @@ def test_visible_tests_of_a_generated_repository_pass():
                              cwd=tmp, capture_output=True, text=True, timeout=120,
                              env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert run.returncode == 0, run.stdout[-2000:]
+
+
+def test_the_title_rarely_names_the_culprit(suite):
+    """A title is what the pager shows first: the first service it names must be no better a
+    guess of the culprit than any other single-field rule (shortcuts.MAX_HIT_RATE)."""
+    from srelib.env.taskgen.recipes import _display
+
+    def first_named(text: str) -> str | None:
+        found = [(text.find(_display(s)), s) for s in SERVICES if _display(s) in text]
+        return min(found)[1] if found else None
+
+    hits = [first_named(get_scenario(t).title.lower()) == info.service
+            for t, info in suite.tasks.items()]
+    assert sum(hits) / len(hits) <= MAX_HIT_RATE / 2, sum(hits) / len(hits)

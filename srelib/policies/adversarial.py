@@ -292,13 +292,20 @@ class NewestDeployPolicy(_Reactive):
 
 @functools.lru_cache(maxsize=None)
 def train_answers(tasks: tuple[str, ...] | None = None) -> dict[str, dict[int, tuple]]:
-    """Title -> the reference's actions on that train task, by phase (1 and 2); ``tasks``
+    """Incident text (title and summary) -> the reference's actions on that train task, by phase
+    (1 and 2); ``tasks``
     defaults to the classic train tasks."""
     from srelib.env.pools import TRAIN_TASKS
     from srelib.policies.reference import phase1_plan, phase2_plan
 
-    return {get_scenario(task).title: {1: tuple(phase1_plan(task)), 2: tuple(phase2_plan(task))}
+    return {_incident(get_scenario(task).title, get_scenario(task).summary):
+            {1: tuple(phase1_plan(task)), 2: tuple(phase2_plan(task))}
             for task in (TRAIN_TASKS if tasks is None else tasks)}
+
+
+def _incident(title: str, summary: str) -> str:
+    """What a memoriser keys an incident by: its title and summary as the pager shows them."""
+    return f"{title}\n{summary}"
 
 
 def _words(text: str) -> set[str]:
@@ -306,10 +313,11 @@ def _words(text: str) -> set[str]:
 
 
 class MemoriseTrainPolicy(EpisodeWatcher):
-    """Replays the answer of the train task whose title is nearest to this incident's: what
-    memorising the train tasks buys (the splits hold it to the gate's bound on held-out tasks).
+    """Replays the answer of the train task whose incident text (title and summary) is nearest
+    to this one's: what memorising the train tasks buys (the splits hold it to the gate's bound
+    on held-out tasks).
 
-    Nearest is the most words shared (Jaccard; an exact title wins); the answer is the
+    Nearest is the most words shared (Jaccard; the same text wins); the answer is the
     reference's episode on that train task (:func:`train_answers`): its declaration,
     remediation, handoff and patch. ``train_tasks`` defaults to the classic train tasks.
     """
@@ -329,8 +337,9 @@ class MemoriseTrainPolicy(EpisodeWatcher):
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         self._watch_episode(observation)
         answers = train_answers(self._tasks)
-        title = _words(str(observation.get("incident_title", "")))
-        nearest = max(answers, key=lambda t: (len(_words(t) & title) / len(_words(t) | title), t))
+        seen = _words(_incident(str(observation.get("incident_title", "")),
+                                str(observation.get("incident_summary", ""))))
+        nearest = max(answers, key=lambda t: (len(_words(t) & seen) / len(_words(t) | seen), t))
         phase = 1 if phase == 1 else 2
         plan = answers[nearest][phase]
         valid = observation.get("valid_actions") or []

@@ -62,8 +62,8 @@ _CALLERS = Effect(target=(("error_rate", (3.0, 14.0)), ("latency_p95", (250.0, 7
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family(
         "memory_leak", "memory_leak", ("lru", "subscribers"), "SEV2",
-        titles=("<Svc> restarting under memory pressure", "Intermittent 5xx and slow pages behind <svc>",
-                "Flapping health checks on <svc>"),
+        titles=("Services restarting under memory pressure", "Intermittent 5xx and slow pages behind <caller>",
+                "Flapping health checks and failed requests"),
         summaries=("Customers report intermittent errors. <Svc> health checks are flapping and a "
                    "HighMemoryUsage alert paged the on-call engineer.",
                    "Error rates are climbing on the customer path through <caller>; <svc> replicas "
@@ -81,8 +81,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         callers=_CALLERS),
     Family(
         "pool_exhaustion", "pool_exhaustion", ("lease", "slots"), "SEV2",
-        titles=("Requests through <svc> time out", "Checkout latency spike, <caller> waiting on <svc>",
-                "<Svc> stops answering under normal load"),
+        titles=("Requests through <caller> time out", "Latency spike, requests waiting downstream",
+                "A service stops answering under normal load"),
         summaries=("Requests that reach <svc> hang until they time out. Latency alerts fired; CPU "
                    "is low and traffic is normal.",
                    "Users see timeouts at <caller>. The slow calls all wait on <svc>, whose "
@@ -99,7 +99,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         callers=_CALLERS),
     Family(
         "retry_storm", "retry_storm", ("backoff", "budget"), "SEV2",
-        titles=("Traffic surge inside the cluster, no surge outside", "<Svc> and its dependencies saturated",
+        titles=("Traffic surge inside the cluster, no surge outside", "Internal services and their dependencies saturated",
                 "Error storm on <peer>"),
         summaries=("Internal request rates are several times normal while public traffic is flat. "
                    "CPU alerts fired and error rates are rising.",
@@ -119,7 +119,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("ERROR", "Shedding load: queue full, rejecting request from <svc>", 2, None)))),
     Family(
         "config_change", "config_change", ("units", "flags"), "SEV1",
-        titles=("<Svc> failing most requests", "Errors everywhere after a change to <svc>",
+        titles=("Most requests failing since this afternoon", "Errors everywhere after a change",
                 "Elevated 5xx on <caller>"),
         summaries=("<Svc> is failing a large share of its requests since early this afternoon; "
                    "error-rate alerts fired across the request path.",
@@ -137,8 +137,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         callers=_CALLERS, ago=(25, 70)),
     Family(
         "deadlock", "deadlock", ("lock_order", "reentry"), "SEV1",
-        titles=("<Svc> hangs, requests pile up", "Throughput collapse behind <caller>",
-                "Requests to <svc> never complete"),
+        titles=("Requests hang and pile up", "Throughput collapse behind <caller>",
+                "Requests never complete under normal load"),
         summaries=("Requests to <svc> stall and never complete; its request rate has collapsed "
                    "while CPU is nearly idle. Latency alerts fired.",
                    "Users see spinning pages through <caller>. Work reaching <svc> stops and "
@@ -157,7 +157,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family(
         "cache_thrash", "cache_thrash", ("keying", "namespace"), "SEV2",
         titles=("Hit ratio collapse in the shared cache", "Slow pages, the cache is busy but useless",
-                "<Svc> slow, database load climbing"),
+                "Pages slow, database load climbing"),
         summaries=("The shared cache is evicting keys at a high rate and most lookups miss; "
                    "latency is up on the services that depend on it.",
                    "<Svc> got slow; its lookups miss the cache and the cache service churns "
@@ -175,8 +175,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Key churn from <svc>: most new keys are never read", 3, None)))),
     Family(
         "shared_dependency", "shared_dependency", ("money", "timestamps"), "SEV2",
-        titles=("Wrong numbers in <svc> responses", "Validation errors between services",
-                "<Caller> rejecting responses from <svc>"),
+        titles=("Wrong numbers in responses between services", "Validation errors between services",
+                "<Caller> rejecting responses from a dependency"),
         summaries=("Requests fail with validation errors where services exchange data; "
                    "error-rate alerts fired on <svc> and on the services calling it.",
                    "<Caller> rejects responses from <svc>: values are off in a way that looks "

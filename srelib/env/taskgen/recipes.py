@@ -28,7 +28,7 @@ from .bases import BASES
 from .families import FAMILIES, Effect, Family
 from .shapes import SHAPES, Shape, fill
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 #: Families whose tasks are all held out; the other families hold out the services below.
 HELDOUT_FAMILIES = ("pool_exhaustion", "shared_dependency")
 #: For each train family, how many of its culprit services are held out (the rest train).
