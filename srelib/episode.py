@@ -115,23 +115,25 @@ def episode_steps(env: Any, spec: EpisodeSpec, *,
 def drive(steps: EpisodeSteps, choose: Callable[[EpisodeRun], Any]) -> EpisodeRun:
     """Play ``steps`` to the end with ``choose(run) -> action``; an exception from ``choose``
     ends the episode as ``policy_error``. Returns the finished run."""
-    try:
-        run = next(steps)
-        while True:
-            try:
-                action = choose(run)
-            except Exception as exc:  # noqa: BLE001 - recorded on the episode, not raised
-                run = steps.throw(exc)
-            else:
-                run = steps.send(action)
-    except StopIteration as stop:
-        return stop.value
+    run = advance(steps, first=True)
+    while not run.done:
+        try:
+            action = choose(run)
+        except Exception as exc:  # noqa: BLE001 - recorded on the episode, not raised
+            run = advance(steps, error=exc)
+        else:
+            run = advance(steps, action)
+    return run
 
 
-def advance(steps: EpisodeSteps, action: Any = None, *, first: bool = False) -> EpisodeRun:
-    """One move of ``steps`` by hand: start it (``first``) or send ``action``. Returns the run,
-    finished or not (the same object every time)."""
+def advance(steps: EpisodeSteps, action: Any = None, *, first: bool = False,
+            error: BaseException | None = None) -> EpisodeRun:
+    """One move of ``steps``: start it (``first``), send ``action``, or throw the policy's
+    ``error`` in (the episode then ends as ``policy_error``). Returns the run, finished or not
+    (the same object every time)."""
     try:
-        return next(steps) if first else steps.send(action)
+        if first:
+            return next(steps)
+        return steps.send(action) if error is None else steps.throw(error)
     except StopIteration as stop:
         return stop.value

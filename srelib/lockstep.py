@@ -68,7 +68,7 @@ def run_lockstep(policy: Any, jobs: Sequence, *, max_steps: int | None = None,
                 raise ValueError(f"act_batch returned {len(actions)} actions for {len(items)} items")
         except Exception as exc:  # noqa: BLE001 - record the failure on every lane, keep the run
             for i in active:
-                lanes[i].run = _throw(lanes[i].steps, exc)
+                lanes[i].run = advance(lanes[i].steps, error=exc)
             break
         for i, usage in zip(active, usage_per_item(policy, mark, len(active))):
             lanes[i].charge(usage)
@@ -78,11 +78,3 @@ def run_lockstep(policy: Any, jobs: Sequence, *, max_steps: int | None = None,
     return [episode_record(lane.env, lane.run, lane.job.policy, null_repair, lane.tokens,
                            lane.latency_s, wall) for lane in lanes]
 
-
-def _throw(steps: EpisodeSteps, exc: BaseException) -> EpisodeRun:
-    """End a lane on the batch call's exception (recorded as ``policy_error``)."""
-    try:
-        steps.throw(exc)
-    except StopIteration as stop:
-        return stop.value
-    raise RuntimeError("an episode went on after its policy failed")  # the loop never does

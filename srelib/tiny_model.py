@@ -23,7 +23,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 #: Gemma's turn markers; the template below formats turns the way Gemma's does.
 START_OF_TURN = "<start_of_turn>"
@@ -70,12 +70,14 @@ def _corpus() -> list[str]:
     return list(_PROSE) * 4 + replies * 8
 
 
-def _train_tokenizer(vocab_size: int):
+def chat_tokenizer(texts: Iterable[str], vocab_size: int, pre_tokenizer=None):
+    """A byte-level BPE tokenizer trained on ``texts``, with Gemma's special tokens, turn
+    markers and this module's chat template (``pre_tokenizer`` defaults to byte-level words)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.pre_tokenizer = pre_tokenizer or pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -83,7 +85,7 @@ def _train_tokenizer(vocab_size: int):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    bpe.train_from_iterator(_corpus(), trainer=trainer)
+    bpe.train_from_iterator(texts, trainer=trainer)
     return PreTrainedTokenizerFast(
         tokenizer_object=bpe,
         bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
@@ -162,7 +164,7 @@ def tiny_chat_model(path: str | os.PathLike | None = None, *, train_steps: int =
     target = Path(path) if path is not None else default_model_dir()
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
         return str(target)
-    tokenizer = _train_tokenizer(vocab_size)
+    tokenizer = chat_tokenizer(_corpus(), vocab_size)
     model = _build_model(tokenizer, train_steps)
     target.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(target)

@@ -58,25 +58,15 @@ def agent_tokenizer(rows: Sequence[dict], vocab_size: int = 4096):
     """A byte-level BPE tokenizer trained on the lines of ``rows``' messages, with the tiny
     model's Gemma-style chat template and turn markers. Merges may cross spaces and
     punctuation but not line ends, so a recurring line is one token."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import pre_tokenizers
 
-    from srelib.tiny_model import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS, START_OF_TURN
+    from srelib.tiny_model import chat_tokenizer
 
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split("\n", "isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    bpe.decoder = decoders.ByteLevel()
     lines = (line for row in rows for message in row["prompt"] + row["completion"]
              for line in message["content"].split("\n"))
-    bpe.train_from_iterator(lines, trainer=trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return PreTrainedTokenizerFast(
-        tokenizer_object=bpe, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
-        unk_token="<unk>", additional_special_tokens=[START_OF_TURN, END_OF_TURN],
-        chat_template=CHAT_TEMPLATE, padding_side="left")
+    return chat_tokenizer(lines, vocab_size, pre_tokenizers.Sequence([
+        pre_tokenizers.Split("\n", "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]))
 
 
 def agent_model(tokenizer, *, hidden_size: int = 64, layers: int = 2, context: int = 1024,
