@@ -87,8 +87,9 @@ def test_reward_probe_exploits_rewards_that_leak():
     assert (declared["parameters"]["service"], declared["parameters"]["fault_class"]) == ("payment", right)
 
 
-def test_memorise_train_replays_train_answers_by_title():
-    assert set(train_answers()) == {get_scenario(t).title for t in POOLS["C"].tasks}
+def test_memorise_train_replays_train_answers_by_incident_text():
+    assert set(train_answers()) == {f"{get_scenario(t).title}\n{get_scenario(t).summary}"
+                                    for t in POOLS["C"].tasks}
     assert play(MemoriseTrainPolicy(), "memory_leak", 0)["final"] >= 0.95  # memorising works on train
 
 
