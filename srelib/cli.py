@@ -105,8 +105,11 @@ def _parser() -> argparse.ArgumentParser:
     train = agent_sub.add_parser("train", help="train the agent and save it to --out")
     train.add_argument("--out", default=None, help="folder to save to (default: "
                        "$SRELIB_AGENT_DIR, else ~/.cache/srelib/agent)")
-    train.add_argument("--seeds", type=_seeds, default=6, help="demonstration seeds: N or a,b,c")
+    train.add_argument("--seeds", type=_seeds, default=None,
+                       help="demonstration seeds: N or a,b,c (default: train_agent's)")
     train.add_argument("--epochs", type=float, default=None, help="passes over the demonstrations")
+    train.add_argument("--tools", action="store_true",
+                       help="answer with tool calls, in the conversation of a GRPO rollout")
     train.set_defaults(run=_cmd_agent_train, parser=train)
     measure = agent_sub.add_parser("measure", help="parse-failure rate and score against the "
                                    "null policy on held-out seeds of the train tasks")
@@ -133,9 +136,12 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_agent_train(args) -> int:
     from srelib.training.agent import train_agent
 
-    options = {} if args.epochs is None else {"epochs": args.epochs}
-    seeds = range(args.seeds) if isinstance(args.seeds, int) else args.seeds
-    train_agent(args.out, seeds=seeds, **options)
+    options = {"tools": args.tools}
+    if args.epochs is not None:
+        options["epochs"] = args.epochs
+    if args.seeds is not None:
+        options["seeds"] = range(args.seeds) if isinstance(args.seeds, int) else args.seeds
+    train_agent(args.out, **options)
     return 0
 
 
@@ -151,7 +157,8 @@ def _cmd_agent_measure(args) -> int:
     seeds = (range(HELD_OUT_SEEDS[0], HELD_OUT_SEEDS[0] + args.seeds)
              if isinstance(args.seeds, int) else args.seeds)
     result = measure_agent(agent_policy(folder), seeds=seeds, pools=args.pools)
-    print(f"parse-failure rate: {result['parse_failure_rate']:.3f} of the agent's steps")
+    print(f"parse-failure rate: {result['parse_failure_rate']:.3f} of the agent's steps; "
+          f"invalid actions: {result['invalid_action_rate']:.3f}")
     print(to_markdown(result["scores"], index=False))
     return 0
 

@@ -7,7 +7,8 @@ rolling history) and pairs it with the action taken, written as the JSON the par
 
 Each row: ``policy, task, pool, mode, seed, phase, step``; ``prompt``, the chat messages the
 policy saw before acting, and ``completion``, the assistant turn that answers with the action
-(TRL's conversational prompt-completion format); ``action``, the action as a JSON string (one
+(TRL's conversational prompt-completion format; with ``tool_turns=True`` a ``tool_calls``
+message, as in the GRPO rollouts); ``action``, the action as a JSON string (one
 schema for every row); ``valid``; ``reward``, the step's; ``score``, the episode's final. :func:`to_dataset` makes a Hugging Face ``datasets.Dataset`` of them;
 :func:`write_jsonl` and :func:`read_jsonl` keep them as JSON lines.
 """
@@ -52,7 +53,9 @@ def turn_rows(episodes: Iterable[Any], **transcript_options: Any) -> Iterator[di
                 yield {"policy": episode.policy, "task": episode.task, "pool": episode.pool,
                        "mode": episode.mode, "seed": episode.seed, "phase": record.get("phase"),
                        "step": record.get("step"), "prompt": prompt,
-                       "completion": [{"role": "assistant", "content": text}], "action": text,
+                       "completion": [transcript.turns[-1] if transcript.tool_turns
+                                      else {"role": "assistant", "content": text}],
+                       "action": text,
                        "valid": bool(record.get("valid")), "reward": float(record["reward"]),
                        "score": episode.final}
             seen = after

@@ -33,6 +33,22 @@ def test_the_agent_writes_actions_on_held_out_seeds(measured):
     assert measured["parse_failure_rate"] <= 0.10
 
 
+def test_a_tool_calling_agent_saves_tool_settings_and_reads_tool_calls(tmp_path):
+    """``train_agent(tools=True)`` (here briefly, on one seed) saves a tokenizer that renders
+    the tools and reads tool calls, and settings that put its chat policy in tool turns."""
+    from srelib.training.agent import TOOL_AGENT_PROMPT, agent_policy, train_agent
+
+    folder = train_agent(tmp_path / "tool_agent", seeds=[0], epochs=1, tools=True,
+                         log=lambda _: None)
+    policy = agent_policy(folder)
+    assert policy.tools and policy.tool_turns
+    assert policy.system_prompt == TOOL_AGENT_PROMPT["system_prompt"]
+    call = '<tool_call>{"name": "view_alerts", "arguments": {}}</tool_call>'
+    prompt = policy.chat_prompt([{"role": "user", "content": "x"}])
+    assert "view_alerts(): " in prompt
+    assert json.loads(policy.read_tool_call(prompt, call))["action_type"] == "view_alerts"
+
+
 def test_the_agent_beats_the_null_policy_with_a_ci_that_excludes_zero(measured):
     difference = measured["scores"].iloc[-1]
     assert difference["policy"] == "agent - null (paired)"
@@ -45,9 +61,10 @@ def test_the_saved_prompt_settings_are_the_policys_defaults(agent, tmp_path):
     from srelib.training.agent import AGENT_PROMPT
 
     policy = HFTransformersChatPolicy(agent, load_in_4bit=False)
-    assert (policy.system_prompt, policy.obs_chars, policy.max_history, policy.max_new_tokens) == (
+    assert (policy.system_prompt, policy.obs_chars, policy.max_history, policy.max_new_tokens,
+            policy.tools) == (
         AGENT_PROMPT["system_prompt"], AGENT_PROMPT["obs_chars"], AGENT_PROMPT["max_history"],
-        AGENT_PROMPT["max_new_tokens"])
+        AGENT_PROMPT["max_new_tokens"], False)
     assert HFTransformersChatPolicy(agent, load_in_4bit=False, obs_chars=300).obs_chars == 300
 
     broken = tmp_path / "broken"

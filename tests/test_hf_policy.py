@@ -407,7 +407,7 @@ def test_tools_are_rendered_and_tool_calls_read(tiny_path):
     assert policy.tools is True
     prompt = policy.chat_prompt([{"role": "system", "content": "RULES"},
                                  {"role": "user", "content": "HELLO"}])
-    assert '"name": "propose_patch"' in prompt
+    assert "propose_patch(diff): " in prompt
     call = ('<tool_call>{"name": "query_logs", "arguments": {"target_service": "orders", '
             '"limit": 5}}</tool_call>')
     assert json.loads(policy.read_tool_call(prompt, call)) == {

@@ -86,6 +86,49 @@ def test_every_action_method_has_a_typed_signature_and_docstring():
         assert inspect.signature(method).return_annotation is str
 
 
+def test_a_chat_policys_tool_turns_are_the_conversation_of_a_grpo_rollout():
+    """What a policy with tools=True sees is what GRPOTrainer builds with IncidentToolEnv: the
+    same messages, turn for turn, and the same tool lines in the template."""
+    import json
+
+    from srelib.policies.prompts import TOOL_SYSTEM_PROMPT, Transcript
+    from srelib.tiny_model import chat_tokenizer
+    from srelib.training.chat_format import use_tool_format
+    from srelib.training.environment import IncidentToolEnv, TaskDistribution
+    from srelib.training.grpo import training_rows
+
+    tool_env = IncidentToolEnv(TaskDistribution(tasks=["memory_leak"], pools=("C",)),
+                               obs_chars=1500)
+    rollout = [{**training_rows(1)[0]["prompt"][0]}]
+    rollout[0]["content"] += tool_env.reset(rollout=0)  # as TRL appends reset's text
+    task, pool, seed = tool_env.distribution.draw(0)
+    env = srelib.IncidentEnv()
+    transcript = Transcript(TOOL_SYSTEM_PROMPT, obs_chars=1500, max_history=50,
+                            max_chars=10**6, tool_turns=True)
+    transcript.add_observation(env.reset(task=task, pool=pool, seed=seed)[0])
+    calls = [("view_alerts", {}), ("check_deploy_history", {"target_service": "orders"}),
+             ("rollback_deploy", {"target_service": "orders"}),
+             ("scale_service", {"target_service": "orders", "replicas": 10**6}),  # out of range
+             ("read_file", {"path": "orders/app.py"})]  # a phase-2 action in phase 1
+    for name, arguments in calls:
+        rollout.append({"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": name, "arguments": arguments}}]})
+        rollout.append({"role": "tool", "name": name,
+                        "content": getattr(tool_env, name)(**arguments)})
+        target = arguments.get("target_service")
+        action = {"action_type": name, "target_service": target,
+                  "parameters": {k: v for k, v in arguments.items() if k != "target_service"}}
+        transcript.add_reply(json.dumps(action))
+        transcript.add_observation(env.step(action)[0])
+    assert transcript.messages() == rollout
+    assert all("LAST ACTION (FAILED)" in rollout[i]["content"] for i in (-3, -1))
+
+    template = use_tool_format(chat_tokenizer(["-"], 300))
+    methods = [getattr(tool_env, a.value) for a in ActionType]
+    assert template.apply_chat_template(rollout, tools=methods, tokenize=False) == \
+        template.apply_chat_template(rollout, tools=tool_definitions(), tokenize=False)
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     from srelib.tiny_model import tiny_chat_model

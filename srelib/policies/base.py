@@ -204,6 +204,10 @@ class ChatPolicyBase(ABC):
     """
 
     name = "chat"
+    #: Whether the conversation keeps actions as tool calls (see ``Transcript.tool_turns``);
+    #: then a readable call that is not valid now goes to the environment, an invalid action,
+    #: not a parse failure.
+    tool_turns = False
 
     def __init__(self, *, max_history: int = 8, max_failures: int = 3,
                  obs_chars: int = 6000, max_prompt_chars: int = 32000,
@@ -257,7 +261,7 @@ class ChatPolicyBase(ABC):
         lane = self._lanes.get(key)
         if lane is None or lane.task_name != task_name or step < lane.last_step:
             lane = _Lane(Transcript(self.system_prompt, self.obs_chars, self.max_history,
-                                    self.max_prompt_chars), task_name)
+                                    self.max_prompt_chars, self.tool_turns), task_name)
             self._lanes[key] = lane
         lane.last_step = step
         return lane
@@ -270,7 +274,10 @@ class ChatPolicyBase(ABC):
             reason = f"the model call failed: {self._describe_error(reply)}"
         else:
             lane.transcript.add_reply(reply)
-            result = parse_action(reply, observation.get("valid_actions"))
+            # in tool turns the environment judges whether a readable call is valid now, as
+            # in the GRPO rollouts; otherwise the parser checks it against the valid actions
+            valid = None if self.tool_turns else observation.get("valid_actions")
+            result = parse_action(reply, valid)
             if result.action is not None:
                 lane.consecutive_failures = 0
                 return result.action

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 _DTYPES = ("auto", "bfloat16", "float32")
 #: Prompt settings for a model saved without its own (see srelib.policies.saved).
 _PROMPT_DEFAULTS = {"system_prompt": SYSTEM_PROMPT, "obs_chars": 6000, "max_history": 6,
-                    "max_prompt_chars": 24000, "max_new_tokens": 512}
+                    "max_prompt_chars": 24000, "max_new_tokens": 512, "tools": False}
 
 
 def native_bf16() -> bool:
@@ -130,11 +130,12 @@ class HFTransformersChatPolicy(ChatPolicyBase):
     The seed's parameters are kept (``model_id`` is accepted as the name of the first one).
     ``reset(seed=...)`` seeds sampling; with ``temperature=0`` decoding is greedy.
     ``tools=True`` renders the actions as tools through the chat template, when the template
-    can render them (else a warning, and actions are read from the reply text), and reads a
-    tool call from the reply with the tokenizer's ``response_template``. A folder saved with
-    prompt settings (:mod:`srelib.policies.saved`, e.g. by ``srelib agent train``) supplies the
-    defaults of ``system_prompt``, ``obs_chars``, ``max_history``, ``max_prompt_chars`` and
-    ``max_new_tokens``.
+    can render them (else a warning, and actions are read from the reply text), reads a
+    tool call from the reply with the tokenizer's ``response_template``, and keeps the
+    conversation in tool turns (:class:`~srelib.policies.prompts.Transcript`), as TRL's GRPO
+    rollouts do. A folder saved with prompt settings (:mod:`srelib.policies.saved`, e.g. by
+    ``srelib agent train``) supplies the defaults of ``system_prompt``, ``obs_chars``,
+    ``max_history``, ``max_prompt_chars``, ``max_new_tokens`` and ``tools``.
     """
 
     def __init__(self, model_id_or_path: str | None = None, *, model_id: str | None = None,
@@ -144,17 +145,17 @@ class HFTransformersChatPolicy(ChatPolicyBase):
                  model: Any = None, tokenizer: Any = None, max_batch_size: int = 16,
                  max_failures: int = 3, obs_chars: int | None = None,
                  max_prompt_chars: int | None = None, kv_cache: bool = True,
-                 tools: bool = False, system_prompt: str | None = None,
+                 tools: bool | None = None, system_prompt: str | None = None,
                  name: str | None = None):
         source = model_id_or_path or model_id
         if source is None and (model is None or tokenizer is None):
             raise ValueError("give model_id_or_path, or both model= and tokenizer=")
         given = {"system_prompt": system_prompt, "obs_chars": obs_chars,
                  "max_history": max_history, "max_prompt_chars": max_prompt_chars,
-                 "max_new_tokens": max_new_tokens}
+                 "max_new_tokens": max_new_tokens, "tools": tools}
         prompt = {**_PROMPT_DEFAULTS, **saved_settings(source),
                   **{k: v for k, v in given.items() if v is not None}}
-        max_new_tokens = prompt.pop("max_new_tokens")
+        max_new_tokens, tools = prompt.pop("max_new_tokens"), prompt.pop("tools")
         super().__init__(max_failures=max_failures, **prompt)
         self.max_new_tokens, self.temperature = int(max_new_tokens), float(temperature)
         self.top_p, self.max_batch_size = float(top_p), max(1, int(max_batch_size))
@@ -179,6 +180,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         self._prefixes = PrefixCache()
         self._calls = 0
         self.tools = bool(tools) and self._template_renders_tools()
+        self.tool_turns = self.tools
 
     def __repr__(self) -> str:
         return f"HFTransformersChatPolicy({self.model_id!r}, temperature={self.temperature})"

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from srelib.env.actions import ACTION_SPECS, BELIEF_PARAMS, FAULT_CLASSES, Param
+from srelib.env.actions import ACTION_SPECS, BELIEF_PARAMS, FAULT_CLASSES, ActionType, Param
 
 PHASE_INSTRUCTIONS = {
     1: ("Phase 1 (operations): find what broke. Look at the alerts, then the metrics, logs, "
@@ -27,6 +27,12 @@ PHASE_INSTRUCTIONS = {
         "propose_patch (a unified diff against the repository, e.g. the reverse of the bad "
         "change) or declare_no_change if no code change is needed."),
 }
+
+#: The system text of a conversation in tool turns (the actions are the tools).
+TOOL_SYSTEM_PROMPT = (
+    "You are the on-call SRE. Investigate the incident below by calling the tools, one per "
+    "turn: diagnose and mitigate it (phase 1), hand over with transition_to_phase2, then fix "
+    "the code with propose_patch or end with declare_no_change (phase 2).")
 
 CUT_MARK = "[... {n} characters cut ...]"
 
@@ -159,16 +165,17 @@ _SKIPPED_KEYS = set(_HEADER_KEYS) | {
     "action_success", "service_statuses"}
 
 
-def render_observation(observation: dict, budget: int = 6000) -> str:
+def render_observation(observation: dict, budget: int = 6000, tools: bool = False) -> str:
     """The observation as compact text of at most about ``budget`` characters.
 
     Valid actions and the phase's instructions are always included in full; the action
-    result and the other variable fields share what is left of the budget.
+    result and the other variable fields share what is left of the budget. The last line asks
+    for a JSON action, or with ``tools`` for a tool call.
     """
     phase = observation.get("current_phase", 1)
     fixed_tail = (f"VALID ACTIONS:\n{render_valid_actions(list(observation.get('valid_actions') or []))}"
                   f"\n\n{PHASE_INSTRUCTIONS.get(phase, PHASE_INSTRUCTIONS[1])}\n"
-                  "Reply with one JSON action object.")
+                  + ("Call one tool." if tools else "Reply with one JSON action object."))
     header = ", ".join(f"{k}={observation[k]}" for k in _HEADER_KEYS if k in observation)
     statuses = observation.get("service_statuses") or {}
     status_line = "services: " + ", ".join(f"{s}={v}" for s, v in statuses.items()) if statuses else ""
@@ -208,27 +215,39 @@ class Transcript:
     are dropped in a block, down to half of either limit, so that the prompt then only grows
     by appending for a few turns: a kept KV cache (or a server's prefix cache) stays valid
     between trims instead of being invalidated on every turn.
+
+    With ``tool_turns`` the conversation has the shape TRL's ``GRPOTrainer`` builds with
+    :class:`~srelib.training.environment.IncidentToolEnv`: the system text opens the first user
+    turn, a reply that is an action becomes an assistant ``tool_calls`` message, and the
+    observation it brought back is a ``tool`` message named for the action.
     """
 
     system: str = SYSTEM_PROMPT
     obs_chars: int = 6000
     max_history: int = 8
     max_chars: int = 32000
-    turns: list[dict[str, str]] = field(default_factory=list)
+    tool_turns: bool = False
+    turns: list[dict] = field(default_factory=list)
     start: int = 0  # index in turns[1:] of the oldest kept message (an assistant reply)
 
     def add_observation(self, observation: dict) -> None:
-        if self.turns and self.turns[-1]["role"] == "user":
+        if self.turns and self.turns[-1]["role"] in ("user", "tool"):
             self.turns.pop()  # that call got no reply; the new observation supersedes it
-        text = render_observation(observation, self.obs_chars)
+        text = render_observation(observation, self.obs_chars, self.tool_turns)
         if not self.turns:
             text = f"{render_incident(observation)}\n\n{text}"
-        self.turns.append({"role": "user", "content": text})
+        calls = self.turns[-1].get("tool_calls") if self.turns else None
+        if calls:
+            self.turns.append({"role": "tool", "name": calls[0]["function"]["name"],
+                               "content": text})
+        else:
+            self.turns.append({"role": "user", "content": text})
 
     def add_reply(self, text: str) -> None:
-        self.turns.append({"role": "assistant", "content": cut_middle(text, self.obs_chars)})
+        call = tool_call_message(text) if self.tool_turns else None
+        self.turns.append(call or {"role": "assistant", "content": cut_middle(text, self.obs_chars)})
 
-    def messages(self) -> list[dict[str, str]]:
+    def messages(self) -> list[dict]:
         if not self.turns:
             return [{"role": "system", "content": self.system}]
         first, rest = self.turns[0], self.turns[1:]
@@ -238,10 +257,35 @@ class Transcript:
         def fits(pairs: int, chars: int) -> bool:
             kept = rest[self.start:]
             return (len(kept) // 2 <= pairs
-                    and fixed + sum(len(m["content"]) for m in kept) <= chars)
+                    and fixed + sum(len(_text(m)) for m in kept) <= chars)
 
         if not fits(limit, self.max_chars):
             pairs, chars = max(1, limit // 2), fixed + max(0, self.max_chars - fixed) // 2
             while len(rest) - self.start > 2 and not fits(pairs, chars):
                 self.start += 2
-        return [{"role": "system", "content": self.system}, first] + rest[self.start:]
+        kept = [{"role": "system", "content": self.system}, first] + rest[self.start:]
+        return fold_system(kept) if self.tool_turns else kept
+
+
+def tool_call_message(text: str) -> dict | None:
+    """The assistant ``tool_calls`` message for a reply that is one action as JSON
+    (``{"action_type", "target_service", "parameters"}``), else None."""
+    try:
+        action = json.loads(text)
+    except ValueError:
+        return None
+    if not (isinstance(action, dict) and action.get("action_type") in {a.value for a in ActionType}
+            and isinstance(action.get("parameters", {}), dict)):
+        return None
+    target = action.get("target_service")
+    arguments = {**({"target_service": target} if target is not None else {}),
+                 **action.get("parameters", {})}
+    return {"role": "assistant", "content": "",
+            "tool_calls": [{"type": "function",
+                            "function": {"name": action["action_type"], "arguments": arguments}}]}
+
+
+def _text(message: dict) -> str:
+    """A message's text as the model reads it, tool calls included."""
+    calls = message.get("tool_calls")
+    return message["content"] + (json.dumps(calls) if calls else "")

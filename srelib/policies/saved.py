@@ -2,7 +2,7 @@
 
 A folder made by ``srelib agent train`` holds :data:`SETTINGS_FILE` next to its weights: the
 chat-policy keyword arguments (``system_prompt``, ``obs_chars``, ``max_history``,
-``max_prompt_chars``, ``max_new_tokens``) the model was trained with. A chat policy given that
+``max_prompt_chars``, ``max_new_tokens``, ``tools``) the model was trained with. A chat policy given that
 folder takes them as its defaults; an argument passed explicitly still wins.
 """
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 SETTINGS_FILE = "srelib_prompt.json"
 #: The keys a settings file may hold (the chat policies' keyword arguments).
-SETTING_KEYS = ("system_prompt", "obs_chars", "max_history", "max_prompt_chars", "max_new_tokens")
+SETTING_KEYS = ("system_prompt", "obs_chars", "max_history", "max_prompt_chars", "max_new_tokens",
+                "tools")
 
 
 def saved_settings(source: str | os.PathLike | None) -> dict:

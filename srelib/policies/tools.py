@@ -58,6 +58,12 @@ def tool_definitions(phase: int | None = None) -> list[dict[str, Any]]:
     return [{"type": "function", "function": _function(action)} for action in chosen]
 
 
+def tool_description(action: ActionType) -> str:
+    """What ``action`` does, as the sentence both tool schemas carry."""
+    doc = ACTION_SPECS[action].doc
+    return f"{doc[0].upper()}{doc[1:]}."
+
+
 def _function(action: ActionType) -> dict[str, Any]:
     spec = ACTION_SPECS[action]
     properties: dict[str, Any] = {}
@@ -74,7 +80,7 @@ def _function(action: ActionType) -> dict[str, Any]:
         properties[name] = schema
         if param.required:
             required.append(name)
-    return {"name": action.value, "description": spec.doc,
+    return {"name": action.value, "description": tool_description(action),
             "parameters": {"type": "object", "properties": properties, "required": required}}
 
 

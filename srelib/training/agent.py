@@ -21,11 +21,16 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
 from srelib.training.sft import COMPACT_SYSTEM_PROMPT
 
 #: How the agent is prompted: short observations, the incident and one previous turn.
 AGENT_PROMPT = {"system_prompt": COMPACT_SYSTEM_PROMPT, "obs_chars": 2000, "max_history": 1,
                 "max_prompt_chars": 7000, "max_new_tokens": 48}
+#: How a tool-calling agent is prompted (``train_agent(tools=True)``): actions as tool calls, in
+#: the whole conversation TRL's GRPO rollouts build (a Transcript in tool turns).
+TOOL_AGENT_PROMPT = {"system_prompt": TOOL_SYSTEM_PROMPT, "obs_chars": 2000, "max_history": 24,
+                     "max_prompt_chars": 24000, "max_new_tokens": 48, "tools": True}
 #: Pools the demonstrations come from: phase 1 alone, and both phases.
 TRAIN_POOLS = ("A", "C")
 #: Only episodes that scored this well are imitated: a small model copies a confused
@@ -51,22 +56,40 @@ def find_agent(path: str | os.PathLike | None = None) -> str | None:
 def transcript_options(settings: dict) -> dict:
     """The :class:`~srelib.policies.prompts.Transcript` options for chat-policy ``settings``."""
     return {"system": settings["system_prompt"], "obs_chars": settings["obs_chars"],
-            "max_history": settings["max_history"], "max_chars": settings["max_prompt_chars"]}
+            "max_history": settings["max_history"], "max_chars": settings["max_prompt_chars"],
+            "tool_turns": bool(settings.get("tools"))}
 
 
-def agent_tokenizer(rows: Sequence[dict], vocab_size: int = 4096):
-    """A byte-level BPE tokenizer trained on the lines of ``rows``' messages, with the tiny
-    model's Gemma-style chat template and turn markers. Merges may cross spaces and
-    punctuation but not line ends, so a recurring line is one token."""
+def agent_tokenizer(rows: Sequence[dict], vocab_size: int = 4096, tools: list | None = None):
+    """A byte-level BPE tokenizer trained on the lines of ``rows``' messages (tool calls as the
+    tool chat format writes them, and with ``tools`` that format's tool lines), with Gemma-style
+    turn markers; with ``tools`` it renders tools and reads tool calls
+    (:mod:`srelib.training.chat_format`). Merges may cross spaces and punctuation but not line
+    ends, so a recurring line is one token."""
     from tokenizers import pre_tokenizers
 
     from srelib.tiny_model import chat_tokenizer
+    from srelib.training.chat_format import use_tool_format
 
-    lines = (line for row in rows for message in row["prompt"] + row["completion"]
-             for line in message["content"].split("\n"))
-    return chat_tokenizer(lines, vocab_size, pre_tokenizers.Sequence([
-        pre_tokenizers.Split("\n", "isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]))
+    def build(lines, size):
+        return chat_tokenizer(lines, size, pre_tokenizers.Sequence([
+            pre_tokenizers.Split("\n", "isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]))
+
+    renderer = use_tool_format(build(["-"], 300)) if tools else None
+
+    def texts():
+        for row in rows:
+            for message in row["prompt"] + row["completion"]:
+                yield message["content"]
+                if message.get("tool_calls"):  # the call as the template writes it
+                    yield renderer.apply_chat_template([message], tokenize=False)
+        if tools:
+            yield renderer.apply_chat_template([{"role": "user", "content": ""}], tools=tools,
+                                               tokenize=False)
+
+    tokenizer = build((line for text in texts() for line in text.split("\n")), vocab_size)
+    return use_tool_format(tokenizer) if tools else tokenizer
 
 
 def agent_model(tokenizer, *, hidden_size: int = 64, layers: int = 2, context: int = 1024,
@@ -105,45 +128,54 @@ def agent_rows(seeds: Iterable[int] = range(6), pools: Sequence[str] = TRAIN_POO
 
 
 def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = range(6),
-                pools: Sequence[str] = TRAIN_POOLS, epochs: float = 5.0,
+                pools: Sequence[str] = TRAIN_POOLS, epochs: float = 5.0, tools: bool = False,
                 learning_rate: float = 5e-3, batch_size: int = 4, vocab_size: int = 4096,
                 hidden_size: int = 64, layers: int = 2, max_length: int = 512,
                 seed: int = 0, log=print) -> str:
     """Train the agent on demonstrations from ``seeds`` x ``pools`` and save it under ``out``
     (default :func:`default_agent_dir`); returns the folder. A turn longer than ``max_length``
-    tokens loses the start of its prompt; batches group turns of similar length. ``log`` gets
-    progress lines."""
+    tokens loses the start of its prompt; batches group turns of similar length. With ``tools``
+    the agent answers with tool calls, prompted with :data:`TOOL_AGENT_PROMPT` (the
+    conversation of a GRPO rollout, so :func:`srelib.training.grpo.grpo_train` can start from
+    it); else with JSON text, prompted with :data:`AGENT_PROMPT`. ``log`` gets progress lines."""
     import tempfile
 
-    from srelib.policies.saved import save_settings
-    from srelib.tiny_model import END_OF_TURN
-    from srelib.training.sft import sft_train
+    from srelib.policies.tools import tool_definitions
+    from srelib.training.sft import _tokenized, sft_train
 
     started = time.perf_counter()
     target = Path(out) if out is not None else default_agent_dir()
-    settings = dict(AGENT_PROMPT)
+    settings = dict(TOOL_AGENT_PROMPT if tools else AGENT_PROMPT)
     rows = agent_rows(seeds, pools, settings)
-    tokenizer = agent_tokenizer(rows, vocab_size)
-    fits = [r for r in rows if len(tokenizer.encode(r["completion"][0]["content"] + END_OF_TURN,
-                                                    add_special_tokens=False))
-            <= settings["max_new_tokens"]]
+    tools = tool_definitions() if tools else None
+    tokenizer = agent_tokenizer(rows, vocab_size, tools)
+    fits = [r for r in rows if _tokenized(r, tokenizer, settings["max_new_tokens"], tools)]
     log(f"{len(rows)} demonstration turns, {len(fits)} with an action short enough to write "
         f"({len(rows) - len(fits)} patches left out); tokenizer of {len(tokenizer)} tokens")
     model = agent_model(tokenizer, hidden_size=hidden_size, layers=layers, seed=seed)
     with tempfile.TemporaryDirectory(prefix="srelib-agent-") as scratch:
         trainer = sft_train(model, tokenizer, fits, scratch, epochs=epochs,
                             learning_rate=learning_rate, batch_size=batch_size,
-                            max_length=max_length, seed=seed, disable_tqdm=True,
+                            max_length=max_length, tools=tools, seed=seed, disable_tqdm=True,
                             logging_steps=10, train_sampling_strategy="group_by_length")
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    target.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(target)
-    trainer.model.save_pretrained(target)
-    save_settings(target, settings)
+    save_agent(target, trainer.model, tokenizer, settings)
     log(f"trained {sum(p.numel() for p in model.parameters()):,} parameters for {epochs:g} "
         f"epochs in {time.perf_counter() - started:.0f} s (loss {losses[0]:.2f} -> "
         f"{losses[-1]:.2f}); saved to {target}")
     return str(target)
+
+
+def save_agent(folder: str | os.PathLike, model, tokenizer, settings: dict) -> str:
+    """Save ``model``, ``tokenizer`` and their prompt ``settings`` to ``folder``, where
+    :func:`agent_policy` and :func:`find_agent` read them; returns the folder."""
+    from srelib.policies.saved import save_settings
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(folder)
+    model.save_pretrained(folder)
+    save_settings(folder, settings)
+    return str(folder)
 
 
 #: Seeds the agent never trained on, for measuring it on the train tasks.
@@ -167,22 +199,38 @@ def parse_failure_rate(frame) -> float:
     return failures / max(1, steps)
 
 
+def invalid_action_rate(episodes) -> float:
+    """Readable actions the environment refused (not valid now, bad parameters), per step."""
+    from srelib.env.actions import PARSE_ERROR
+
+    records = [r for e in episodes for r in e.steps if int(r.get("step") or 0) > 0]
+    invalid = sum(1 for r in records if not r.get("valid")
+                  and (r.get("action") or {}).get("action_type") != PARSE_ERROR)
+    return invalid / max(1, len(records))
+
+
 def measure_agent(policy, *, seeds: Iterable[int] = HELD_OUT_SEEDS,
                   pools: Sequence[str] = TRAIN_POOLS, tasks: str | Sequence[str] = "all",
                   max_steps: int = 20, baseline: str = "null") -> dict:
     """Play ``policy`` (a chat policy, e.g. :func:`agent_policy`) and the scripted
     ``baseline`` on ``tasks`` x ``pools`` x ``seeds``; returns ``frame`` (one row per
-    episode), the policy's ``parse_failure_rate``, and ``scores``: the mean final score of
-    each with a bootstrap CI, and the policy's paired difference from the baseline."""
+    episode), the policy's ``parse_failure_rate`` and ``invalid_action_rate``, and ``scores``:
+    the mean final score of each with a bootstrap CI, and the policy's paired difference from
+    the baseline."""
+    import tempfile
+
     import pandas as pd
 
     from srelib.policies.registry import scripted_policy
+    from srelib.results import load_episodes
     from srelib.rollout import evaluate
     from srelib.stats import bootstrap_ci, paired_difference
 
     grid = {"tasks": tasks, "pools": list(pools), "seeds": list(seeds), "progress": False}
-    frame = pd.concat([evaluate({policy.name: policy}, max_steps=max_steps, **grid),
-                       evaluate({baseline: scripted_policy(baseline)}, **grid)],
+    with tempfile.TemporaryDirectory(prefix="srelib-measure-") as out:
+        played = evaluate({policy.name: policy}, max_steps=max_steps, out=out, **grid)
+        invalid = invalid_action_rate(load_episodes(out))
+    frame = pd.concat([played, evaluate({baseline: scripted_policy(baseline)}, **grid)],
                       ignore_index=True)
     mine = frame[frame["policy"] == policy.name]
     scores = pd.DataFrame(
@@ -192,4 +240,5 @@ def measure_agent(policy, *, seeds: Iterable[int] = HELD_OUT_SEEDS,
     difference = paired_difference(frame, policy.name, baseline).iloc[-1]
     scores.loc[len(scores)] = [f"{policy.name} - {baseline} (paired)", difference["mean_diff"],
                                difference["ci_low"], difference["ci_high"]]
-    return {"frame": frame, "parse_failure_rate": parse_failure_rate(mine), "scores": scores}
+    return {"frame": frame, "parse_failure_rate": parse_failure_rate(mine),
+            "invalid_action_rate": invalid, "scores": scores}

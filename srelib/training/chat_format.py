@@ -1,7 +1,9 @@
 """A Gemma-style chat format that can carry tool calls, for models trained here.
 
 Gemma 3's own template has no tool role, so tool calls need a format of their own: the tools are
-listed in a ``tools`` turn, a model turn carries ``<tool_call>{"name": ..., "arguments": {...}}
+listed in a ``tools`` turn, one line each in name order (``name(param, optional?): description``, the same
+line whether the schema came from :func:`srelib.policies.tools.tool_definitions` or from TRL
+reading :class:`~srelib.training.environment.IncidentToolEnv`'s methods), a model turn carries ``<tool_call>{"name": ..., "arguments": {...}}
 </tool_call>`` blocks, and each tool result comes back in a ``tool`` turn. :data:`RESPONSE_TEMPLATE`
 tells ``tokenizer.parse_response`` (and so TRL) how to read a model turn back into a message
 with ``tool_calls``. :func:`use_tool_format` puts both on a tokenizer.
@@ -17,8 +19,14 @@ TOOL_CHAT_TEMPLATE = (
     "{% if tools %}"
     "{{ '" + START + "tools\\nCall one tool per turn, as " + TOOL_OPEN
     + "{\"name\": ..., \"arguments\": {...}}" + TOOL_CLOSE + ".\\n' }}"
-    "{% for tool in tools %}"
-    "{{ (tool.function if tool.function is defined else tool) | tojson }}{{ '\\n' }}"
+    "{% for tool in tools | sort(attribute='function.name') %}"
+    "{% set function = tool.function if tool.function is defined else tool %}"
+    "{% set required = function.parameters.required or [] %}"
+    "{{ function.name }}("
+    "{% for name in function.parameters.properties %}"
+    "{{ name }}{% if name not in required %}?{% endif %}{% if not loop.last %}, {% endif %}"
+    "{% endfor %}"
+    "): {{ function.description }}{{ '\\n' }}"
     "{% endfor %}"
     "{{ '" + END + "\\n' }}"
     "{% endif %}"

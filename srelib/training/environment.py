@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from srelib.env.actions import ACTION_SPECS, PARSE_ERROR, SERVICES, ActionType
-from srelib.policies.tools import action_from_tool_call
+from srelib.policies.tools import action_from_tool_call, tool_description
 
 _PY_TYPES = {str: str, int: int, bool: bool, float: float, dict: dict}
 
@@ -82,7 +82,7 @@ class IncidentToolEnv:
         task, pool, seed = self.distribution.draw(rollout)
         observation, self.info = self.env.reset(task=task, pool=pool, seed=seed)
         self.done, self.final, self.unreadable_calls = False, None, 0
-        return f"{render_incident(observation)}\n\n{render_observation(observation, self.obs_chars)}"
+        return f"{render_incident(observation)}\n\n{render_observation(observation, self.obs_chars, tools=True)}"
 
     def get_reward(self) -> float:
         """The episode's final score (a rollout that never finished is scored as it stands)."""
@@ -104,7 +104,7 @@ class IncidentToolEnv:
         if terminated or truncated:
             self.done = True
             self.final = float(info["score"]["final"])
-        return render_observation(observation, self.obs_chars)
+        return render_observation(observation, self.obs_chars, tools=True)
 
 
 def _tool_method(action: ActionType):
@@ -112,7 +112,7 @@ def _tool_method(action: ActionType):
     spec = ACTION_SPECS[action]
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {"return": str}
-    lines = [f"{spec.doc[0].upper()}{spec.doc[1:]}.", "", "Args:"]
+    lines = [tool_description(action), "", "Args:"]
     if spec.targeted:
         parameters.append(inspect.Parameter("target_service", inspect.Parameter.KEYWORD_ONLY,
                                             annotation=str))

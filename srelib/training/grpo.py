@@ -13,12 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: What the model is told before the incident's opening observation.
-INSTRUCTIONS = ("You are the on-call SRE. Investigate the incident below by calling the tools, "
-                "one per turn: diagnose and mitigate it (phase 1), hand over with "
-                "transition_to_phase2, then fix the code with propose_patch or end with "
-                "declare_no_change (phase 2).")
-
+from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
 
 def parse_failure_rate(completions: list, environments: list, **_: Any) -> list[float]:
     """Per rollout, the share of the model's turns that were not a readable action: a reply
@@ -32,16 +27,18 @@ def parse_failure_rate(completions: list, environments: list, **_: Any) -> list[
     return rates
 
 
-def training_rows(count: int, start: int = 0) -> list[dict]:
-    """``count`` prompt rows, one rollout index each."""
-    return [{"prompt": [{"role": "user", "content": INSTRUCTIONS}], "rollout": start + i}
+def training_rows(count: int, start: int = 0, system: str = TOOL_SYSTEM_PROMPT) -> list[dict]:
+    """``count`` prompt rows, one rollout index each: ``system``, to which TRL appends the
+    incident that ``reset`` returns, as a tool-turn transcript opens."""
+    return [{"prompt": [{"role": "user", "content": f"{system}\n\n"}], "rollout": start + i}
             for i in range(count)]
 
 
 def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 2,
                num_generations: int = 2, prompts_per_step: int = 1,
                max_completion_length: int = 128, max_turns: int = 8, learning_rate: float = 1e-5,
-               beta: float = 0.04, temperature: float = 1.0, peft_config=None, seed: int = 0,
+               beta: float = 0.04, temperature: float = 1.0, obs_chars: int | None = None,
+               system_prompt: str | None = None, peft_config=None, seed: int = 0,
                **config_overrides):
     """Train ``model`` (a model or its id/path) with GRPO for ``steps`` optimiser steps and
     return the trainer (``trainer.state.log_history`` holds the logged metrics).
@@ -49,7 +46,10 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
     ``tokenizer`` must render tools and parse tool calls (see
     :func:`srelib.training.chat_format.use_tool_format`); ``distribution`` is the
     :class:`~srelib.training.environment.TaskDistribution` of incidents; ``max_turns`` caps the
-    tool calls of one rollout; ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only.
+    tool calls of one rollout and ``max_completion_length`` its tokens, tool results included;
+    ``system_prompt`` opens the conversation and ``obs_chars`` bounds each observation (by
+    default those a model folder saved them with, as ``srelib agent train`` does, else
+    :data:`~srelib.policies.prompts.TOOL_SYSTEM_PROMPT` and 4000); ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only.
     """
     import functools
 
@@ -58,8 +58,12 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
     from trl import GRPOConfig, GRPOTrainer
 
     from srelib.policies.hf_chat import native_bf16
+    from srelib.policies.saved import saved_settings
     from srelib.training.environment import IncidentToolEnv, TaskDistribution
 
+    saved = saved_settings(model) if isinstance(model, str) else {}
+    obs_chars = obs_chars or saved.get("obs_chars", 4000)
+    system_prompt = system_prompt or saved.get("system_prompt", TOOL_SYSTEM_PROMPT)
     batch = num_generations * prompts_per_step
     config = GRPOConfig(
         output_dir=str(output_dir), max_steps=steps, per_device_train_batch_size=batch,
@@ -68,9 +72,11 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
         temperature=temperature, logging_steps=1, save_strategy="no", report_to="none",
         seed=seed, reward_weights=[0.0], bf16=native_bf16(), use_cpu=not torch.cuda.is_available(),
         **config_overrides)
-    factory = functools.partial(IncidentToolEnv, distribution or TaskDistribution(seed=seed))
+    factory = functools.partial(IncidentToolEnv, distribution or TaskDistribution(seed=seed),
+                                obs_chars=obs_chars)
+    rows = training_rows(steps * prompts_per_step, system=system_prompt)
     trainer = GRPOTrainer(model=model, reward_funcs=[parse_failure_rate], args=config,
-                          train_dataset=Dataset.from_list(training_rows(steps * prompts_per_step)),
+                          train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer, environment_factory=factory,
                           peft_config=peft_config)
     trainer.train()

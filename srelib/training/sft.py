@@ -52,10 +52,11 @@ def demonstrations(seeds: Iterable[int] = range(3), tasks: str | Sequence[str] =
 
 def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float = 2.0,
               learning_rate: float = 3e-3, batch_size: int = 8, max_length: int = 2048,
-              peft_config=None, seed: int = 0, **config_overrides):
+              tools: list | None = None, peft_config=None, seed: int = 0, **config_overrides):
     """Fine-tune ``model`` on ``rows`` with ``trl.SFTTrainer`` (loss on completions only) and
     return the trainer. A row longer than ``max_length`` tokens loses the start of its prompt,
     never its completion; a row whose completion alone is longer is left out, with a warning.
+    ``tools`` (e.g. :func:`srelib.policies.tools.tool_definitions`) go to the chat template;
     ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only."""
     import torch
     from datasets import Dataset
@@ -63,7 +64,7 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
 
     from srelib.policies.hf_chat import native_bf16
 
-    examples = [e for e in (_tokenized(r, tokenizer, max_length) for r in rows) if e]
+    examples = [e for e in (_tokenized(r, tokenizer, max_length, tools) for r in rows) if e]
     if not examples:
         raise ValueError(f"every completion is longer than max_length={max_length} tokens")
     if len(examples) < len(rows):
@@ -81,13 +82,13 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
     return trainer
 
 
-def _tokenized(row: dict, tokenizer, max_length: int) -> dict | None:
+def _tokenized(row: dict, tokenizer, max_length: int, tools: list | None = None) -> dict | None:
     """``input_ids`` and ``labels`` (the prompt masked out) of a prompt-completion row, cut
     from the left to ``max_length`` tokens; None if the completion alone is longer."""
-    prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True,
+    prompt = tokenizer.apply_chat_template(row["prompt"], tools=tools, add_generation_prompt=True,
                                            tokenize=True, return_dict=True)["input_ids"]
-    full = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True,
-                                         return_dict=True)["input_ids"]
+    full = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tools=tools,
+                                         tokenize=True, return_dict=True)["input_ids"]
     shared = next((i for i, (a, b) in enumerate(zip(prompt, full)) if a != b),
                   min(len(prompt), len(full)))
     if len(full) - shared > max_length:
