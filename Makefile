@@ -8,8 +8,9 @@ DEMO_STAMP := $(VENV)/.demo-installed
 # torch is pinned here, in the same pip command as transformers, so pip takes the local CPU
 # wheel; the package itself never pins torch (Colab and Runpod bring their own).
 TEST_PINS := torch==2.13.0 transformers==5.24.0
-# the small agent SFT makes from the scripted policies; notebooks 04 and 05 use it when present
-export SRELIB_AGENT_DIR ?= $(HOME)/.cache/srelib/agent
+# the small agent SFT makes from the scripted policies; notebooks 04, 05 and 07 use it when
+# present (the folder srelib.training.agent.default_agent_dir names)
+export SRELIB_AGENT_DIR ?= $(HOME)/.cache/srelib/agent-v2
 
 .PHONY: setup test demo lab bench clean agent
 

@@ -104,12 +104,12 @@ def _parser() -> argparse.ArgumentParser:
     agent_sub = agent.add_subparsers(dest="agent_command", required=True)
     train = agent_sub.add_parser("train", help="train the agent and save it to --out")
     train.add_argument("--out", default=None, help="folder to save to (default: "
-                       "$SRELIB_AGENT_DIR, else ~/.cache/srelib/agent)")
+                       "$SRELIB_AGENT_DIR, else ~/.cache/srelib/agent-v2)")
     train.add_argument("--seeds", type=_seeds, default=None,
                        help="demonstration seeds: N or a,b,c (default: train_agent's)")
     train.add_argument("--epochs", type=float, default=None, help="passes over the demonstrations")
-    train.add_argument("--tools", action="store_true",
-                       help="answer with tool calls, in the conversation of a GRPO rollout")
+    train.add_argument("--text", action="store_true",
+                       help="answer with JSON text instead of tool calls")
     train.set_defaults(run=_cmd_agent_train, parser=train)
     measure = agent_sub.add_parser("measure", help="parse-failure rate and score against the "
                                    "null policy on held-out seeds of the train tasks")
@@ -136,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_agent_train(args) -> int:
     from srelib.training.agent import train_agent
 
-    options = {"tools": args.tools}
+    options = {"tools": not args.text}
     if args.epochs is not None:
         options["epochs"] = args.epochs
     if args.seeds is not None:

@@ -1,7 +1,7 @@
 """The small agent: SFT on scripted demonstrations makes a model that acts, and acts usefully.
 
 The agent ``make agent`` saved is measured when it is there (``SRELIB_AGENT_DIR`` or
-``~/.cache/srelib/agent``); otherwise it is trained here first, into a temporary folder.
+``~/.cache/srelib/agent-v2``); otherwise it is trained here first, into a temporary folder.
 """
 
 import json
@@ -33,20 +33,31 @@ def test_the_agent_writes_actions_on_held_out_seeds(measured):
     assert measured["parse_failure_rate"] <= 0.10
 
 
-def test_a_tool_calling_agent_saves_tool_settings_and_reads_tool_calls(tmp_path):
-    """``train_agent(tools=True)`` (here briefly, on one seed) saves a tokenizer that renders
-    the tools and reads tool calls, and settings that put its chat policy in tool turns."""
-    from srelib.training.agent import TOOL_AGENT_PROMPT, agent_policy, train_agent
+def test_grpo_starts_from_the_agents_folder_and_its_rollouts_call_tools(agent, tmp_path):
+    from transformers import AutoTokenizer
 
-    folder = train_agent(tmp_path / "tool_agent", seeds=[0], epochs=1, tools=True,
+    from srelib.training.grpo import grpo_train
+
+    trainer = grpo_train(agent, AutoTokenizer.from_pretrained(agent), tmp_path, steps=1,
+                         max_turns=3, max_completion_length=1024, disable_tqdm=True)
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/parse_failure_rate/mean"] <= 0.5, logged
+    assert logged["tools/call_frequency"] > 0 and 0.0 <= logged["reward"] <= 1.0
+
+
+def test_a_text_agent_answers_in_json_text(tmp_path):
+    """``train_agent(tools=False)`` (here briefly, on one seed) saves an agent prompted with
+    JSON-text actions and a short history."""
+    from srelib.training.agent import AGENT_PROMPT, agent_policy, train_agent
+
+    folder = train_agent(tmp_path / "text_agent", seeds=[0], epochs=1, tools=False,
                          log=lambda _: None)
     policy = agent_policy(folder)
-    assert policy.tools and policy.tool_turns
-    assert policy.system_prompt == TOOL_AGENT_PROMPT["system_prompt"]
-    call = '<tool_call>{"name": "view_alerts", "arguments": {}}</tool_call>'
+    assert not policy.tools and not policy.tool_turns
+    assert (policy.system_prompt, policy.max_history) == (AGENT_PROMPT["system_prompt"],
+                                                          AGENT_PROMPT["max_history"])
     prompt = policy.chat_prompt([{"role": "user", "content": "x"}])
-    assert "view_alerts(): " in prompt
-    assert json.loads(policy.read_tool_call(prompt, call))["action_type"] == "view_alerts"
+    assert "view_alerts(" not in prompt and "<start_of_turn>model" in prompt
 
 
 def test_the_agent_beats_the_null_policy_with_a_ci_that_excludes_zero(measured):
@@ -58,13 +69,13 @@ def test_the_agent_beats_the_null_policy_with_a_ci_that_excludes_zero(measured):
 def test_the_saved_prompt_settings_are_the_policys_defaults(agent, tmp_path):
     from srelib.policies import HFTransformersChatPolicy
     from srelib.policies.saved import SETTINGS_FILE
-    from srelib.training.agent import AGENT_PROMPT
+    from srelib.training.agent import TOOL_AGENT_PROMPT as PROMPT
 
     policy = HFTransformersChatPolicy(agent, load_in_4bit=False)
     assert (policy.system_prompt, policy.obs_chars, policy.max_history, policy.max_new_tokens,
-            policy.tools) == (
-        AGENT_PROMPT["system_prompt"], AGENT_PROMPT["obs_chars"], AGENT_PROMPT["max_history"],
-        AGENT_PROMPT["max_new_tokens"], False)
+            policy.tools, policy.tool_turns) == (
+        PROMPT["system_prompt"], PROMPT["obs_chars"], PROMPT["max_history"],
+        PROMPT["max_new_tokens"], True, True)
     assert HFTransformersChatPolicy(agent, load_in_4bit=False, obs_chars=300).obs_chars == 300
 
     broken = tmp_path / "broken"

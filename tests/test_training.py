@@ -165,3 +165,33 @@ def test_sft_on_demonstrations_lowers_the_completion_loss(tiny, tmp_path):
                         batch_size=4, max_length=1024, logging_steps=1)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) >= 3 and losses[-1] < losses[0]
+
+
+def test_an_episodes_turns_are_learnt_as_one_conversation():
+    """With the whole history in every prompt, one episode is one SFT example: the last turn's
+    tokens, with each turn's completion labelled exactly where its own row labels it."""
+    from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
+    from srelib.training.agent import agent_tokenizer
+    from srelib.training.sft import _chains, _example, _tokenized, _turn_ids, demonstrations
+
+    rows = demonstrations(seeds=[0], tasks=["memory_leak"], pools=["A", "C"],
+                          demonstrators=["reference"],
+                          prompt={"system": TOOL_SYSTEM_PROMPT, "obs_chars": 1500,
+                                  "max_history": 40, "max_chars": 10**6, "tool_turns": True})
+    tokenizer = agent_tokenizer(rows, 600, tool_definitions())
+    turns = [_turn_ids(r, tokenizer, tool_definitions()) for r in rows]
+    chains = _chains(turns)
+    assert len(chains) == 2 and sum(len(c) for c in chains) == len(rows)  # pools A and C
+    position = 0
+    for chain in chains:
+        example = _example(chain, 100_000)
+        chain_rows = rows[position:position + len(chain)]
+        position += len(chain)
+        assert example["input_ids"] == chain[-1][0]
+        learnt = 0
+        for row in chain_rows:
+            alone = _tokenized(row, tokenizer, 100_000, tool_definitions())
+            span = [i for i, label in enumerate(alone["labels"]) if label != -100]
+            assert [example["labels"][i] for i in span] == [alone["labels"][i] for i in span]
+            learnt += len(span)
+        assert learnt == sum(label != -100 for label in example["labels"])

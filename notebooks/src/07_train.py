@@ -6,31 +6,33 @@
 # 1. **SFT** (`srelib.training.agent`): a small Gemma-architecture model imitates the scripted
 #    reference and heuristic policies on the train tasks, one prompt-completion row per turn.
 #    `make agent` (`srelib agent train`) trains it and saves it to a folder the notebooks find.
+#    It acts by calling the actions as tools, in the conversation GRPO's rollouts build.
 # 2. **Before and after**: the untrained tiny test model and the SFT agent play the same
 #    held-out seeds, beside the `null` baseline; their parse-failure rates and score
 #    distributions show what imitation bought.
 # 3. **GRPO** (`srelib.training.grpo`): TRL's `GRPOTrainer` lets the model play incidents by
 #    calling the actions as tools, scores each rollout by its episode score, and logs the
-#    reward, the KL to the reference model and the share of turns that were not an action.
+#    reward, the KL to the reference model and the share of turns that were not an action;
+#    the trained model then plays the same held-out seeds.
 #
 # * **On a GPU runtime** the GRPO section trains `MODEL_ID` (by default `gemma-3-1b-it`, gated
 #   on the hub: accept its licence and log in) with LoRA adapters from `peft`, unquantised.
 # * **Without CUDA** (a laptop, CI) everything runs for real at toy sizes: the SFT agent saved by
-#   `make agent` (trained here at a reduced size when there is none) and a few GRPO steps on
-#   srelib's tiny test model. The numbers show that the pipeline works, not what training
-#   achieves at scale.
+#   `make agent` (trained here at a reduced size when there is none) and a few GRPO steps from
+#   it. The numbers show that the pipeline works, not what training achieves at scale
+#   (`bench/bench_grpo.py` runs a longer GRPO and reports its learning curve).
 
 # %% tags=["parameters"]
 MODEL_ID = "google/gemma-3-1b-it"  # GRPO's model on a GPU (with LoRA); unused without CUDA
 LOAD_IN_4BIT = False               # a 1B model fits unquantised on a T4
 LORA_RANK = 16                     # rank of the LoRA adapters on a GPU
-SEEDS = [1000, 1001]               # held-out seeds for before/after (the agent trained on 0-5)
+SEEDS = [1000, 1001]               # held-out seeds for before/after (the agent trained on 0-23)
 TASKS = ["memory_leak", "cascading_failure", "circuit_breaker_noop"]  # or "all"
 MAX_STEPS = 12                     # model calls per episode at most
-SFT_EPOCHS = 1                     # only when no saved agent is found (`make agent` uses 5)
+SFT_EPOCHS = 1                     # only when no saved agent is found (`make agent` uses 3)
 GRPO_STEPS = 2                     # optimiser steps of GRPO
-GRPO_COMPLETION_TOKENS = 16        # tokens per model turn in a GRPO rollout (CPU; 256 on a GPU)
-GRPO_TURNS = 2                     # tool calls per GRPO rollout at most (CPU; 20 on a GPU)
+GRPO_COMPLETION_TOKENS = 1024      # tokens per rollout, tool results included (CPU; 4096 on a GPU)
+GRPO_TURNS = 3                     # tool calls per GRPO rollout at most (CPU; 20 on a GPU)
 
 # %% install srelib[hf,train]
 
@@ -49,17 +51,18 @@ cuda = torch.cuda.is_available()
 if cuda:
     print(f"CUDA on {torch.cuda.get_device_name(0)}: GRPO trains {MODEL_ID} with LoRA.")
 else:
-    print(f"No CUDA device: the small SFT agent and the tiny test model stand in for {MODEL_ID}; "
-          "their numbers only show that the pipeline works.")
+    print(f"No CUDA device: the small SFT agent stands in for {MODEL_ID}; "
+          "its numbers only show that the pipeline works.")
 
 # %% [markdown]
 # ## 1 · SFT: the agent
 #
 # The agent is trained on the scripted policies' best episodes (score at least 0.9) on seeds
-# 0-5 of the train tasks, pools A and C; a turn whose action is too long to write (a patch) is
-# left out, so in phase 2 it explores and declares. Training for 5 epochs takes about a minute
-# and a half on two CPU cores, which is why this notebook reuses the saved agent rather than
-# training again.
+# 0-23 of the train tasks, pools A and C. Each episode is one conversation, as a GRPO rollout
+# builds it (the tools, the incident, then each tool call and its result), and every call in it
+# is learnt except those too long to write (a patch), so in phase 2 it explores and declares.
+# Training for 3 epochs takes about three minutes on two CPU cores, which is why this notebook
+# reuses the saved agent rather than training again.
 
 # %%
 import io
@@ -85,10 +88,10 @@ def quietly():
 
 agent_dir = find_agent()
 if agent_dir:
-    print("Using the agent saved by `make agent` (`srelib agent train`): trained for 5 epochs "
+    print("Using the agent saved by `make agent` (`srelib agent train`): trained for 3 epochs "
           "on the scripted policies' episodes, not retrained here.")
 else:
-    print(f"No saved agent: training one for {SFT_EPOCHS:g} epoch(s) instead of 5, so it is "
+    print(f"No saved agent: training one for {SFT_EPOCHS:g} epoch(s) instead of 3, so it is "
           "weaker than `make agent`'s.")
     with quietly():
         agent_dir = train_agent(default_agent_dir(), epochs=SFT_EPOCHS)
@@ -143,9 +146,9 @@ plots.score_distributions(frame, policies=order, title="Final score before and a
 # GRPO plays `num_generations` rollouts of the same incident (a group), rewards each by its
 # episode score, and pushes the model towards the rollouts that beat their group's mean, while
 # a KL term keeps it near the reference model. The model acts by **calling tools**, so its
-# tokenizer must render the action tools and parse tool calls (`use_tool_format`). The SFT agent
-# answers in JSON text, not tool calls, so GRPO starting from it is future work; here GRPO
-# starts from the tiny test model on a CPU, or from `MODEL_ID` with LoRA on a GPU.
+# tokenizer must render the action tools and parse tool calls (`use_tool_format`; the agent's
+# saved tokenizer already does). On a CPU GRPO starts from the SFT agent's folder, with the
+# prompt settings it was trained with; on a GPU from `MODEL_ID` with LoRA.
 
 # %%
 import tempfile
@@ -175,14 +178,14 @@ if cuda:
     else:
         model = AutoModelForCausalLM.from_pretrained(start, torch_dtype="auto")
 else:
-    start = tiny_chat_model()
+    start = agent_dir
     options = {"max_completion_length": GRPO_COMPLETION_TOKENS, "max_turns": GRPO_TURNS}
-    model = AutoModelForCausalLM.from_pretrained(start)
+    model = start  # grpo_train reads the folder's prompt settings
 tokenizer = use_tool_format(AutoTokenizer.from_pretrained(start))
 with quietly():
     trainer = grpo_train(model, tokenizer, tempfile.mkdtemp(prefix="srelib-grpo-"),
                          steps=GRPO_STEPS, disable_tqdm=True, **options)
-print(f"{GRPO_STEPS} GRPO steps from {'the tiny test model' if not cuda else MODEL_ID}, "
+print(f"{GRPO_STEPS} GRPO steps from {'the SFT agent' if not cuda else MODEL_ID}, "
       f"{trainer.args.num_generations} rollouts per incident")
 
 # %% [markdown]
@@ -202,6 +205,28 @@ print(f"{len(logged)} GRPO steps logged; rewards in [0, 1]: "
 table.round(3)
 
 # %% [markdown]
-# **At scale.** On a GPU, raise `GRPO_STEPS` (hundreds), let each rollout play a whole episode
-# (`max_turns` 20, 256 tokens a turn) and measure the trained model as in section 2, with
-# `HFTransformersChatPolicy` over the saved adapters.
+# ## 4 · After GRPO
+#
+# The trained model plays the same held-out seeds as in section 2, greedily, prompted as its
+# GRPO rollouts were. A few steps on a CPU barely move a model; `bench/bench_grpo.py` runs
+# longer and reports the curve and the scores before and after, on train and held-out tasks.
+
+# %%
+from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
+from srelib.policies.saved import saved_settings
+
+settings = {"system_prompt": TOOL_SYSTEM_PROMPT, "obs_chars": 4000, **saved_settings(start),
+            "tools": True}
+trained = HFTransformersChatPolicy(model=trainer.model, tokenizer=tokenizer, temperature=0,
+                                   load_in_4bit=False, name="agent+GRPO", **settings)
+grpo_after = measure_agent(trained, seeds=SEEDS, tasks=TASKS, max_steps=MAX_STEPS)
+print(f"agent+GRPO: {grpo_after['parse_failure_rate']:.0%} of its replies were not a readable "
+      f"action; {grpo_after['invalid_action_rate']:.0%} were actions the environment refused")
+final = pd.concat([after["frame"], grpo_after["frame"].query("policy == 'agent+GRPO'")],
+                  ignore_index=True)
+display(Markdown(to_markdown(summary_table(final)[["agent", "agent+GRPO", "null"]])))
+
+# %% [markdown]
+# **At scale.** On a GPU, raise `GRPO_STEPS` (hundreds) and let each rollout play a whole
+# episode (`max_turns` 20); `trainer.model` holds the LoRA adapters, and
+# `trainer.save_model(folder)` keeps them.

@@ -7,8 +7,10 @@ an action a handful), builds a small Gemma-architecture model with full attentio
 whole context, fine-tunes it with :func:`srelib.training.sft.sft_train` and saves it, with its
 prompt settings (:mod:`srelib.policies.saved`), so that
 ``HFTransformersChatPolicy(model_id_or_path=folder, load_in_4bit=False)`` prompts it the way it
-was trained. Turns whose action is too long for the agent to write (a patch's diff) are left
-out of its training data, so in phase 2 it explores and declares, it does not patch.
+was trained. By default it acts by tool calls, in the conversation TRL's GRPO rollouts build,
+so :func:`srelib.training.grpo.grpo_train` starts from its folder. Turns whose action is too
+long for the agent to write (a patch's diff) are not learnt, so in phase 2 it explores and
+declares, it does not patch.
 
 :func:`default_agent_dir` is where ``make agent`` saves it and where the notebooks look
 (``SRELIB_AGENT_DIR`` overrides it); :func:`find_agent` says whether one is there.
@@ -29,7 +31,7 @@ AGENT_PROMPT = {"system_prompt": COMPACT_SYSTEM_PROMPT, "obs_chars": 2000, "max_
                 "max_prompt_chars": 7000, "max_new_tokens": 48}
 #: How a tool-calling agent is prompted (``train_agent(tools=True)``): actions as tool calls, in
 #: the whole conversation TRL's GRPO rollouts build (a Transcript in tool turns).
-TOOL_AGENT_PROMPT = {"system_prompt": TOOL_SYSTEM_PROMPT, "obs_chars": 2000, "max_history": 24,
+TOOL_AGENT_PROMPT = {"system_prompt": TOOL_SYSTEM_PROMPT, "obs_chars": 1200, "max_history": 40,
                      "max_prompt_chars": 24000, "max_new_tokens": 48, "tools": True}
 #: Pools the demonstrations come from: phase 1 alone, and both phases.
 TRAIN_POOLS = ("A", "C")
@@ -39,9 +41,10 @@ MIN_SCORE = 0.9
 
 
 def default_agent_dir() -> Path:
-    """``$SRELIB_AGENT_DIR``, else ``~/.cache/srelib/agent``."""
+    """``$SRELIB_AGENT_DIR``, else ``~/.cache/srelib/agent-v2`` (v2: the tool-calling agent;
+    an older, text-answering agent saved under ``agent`` is not picked up)."""
     configured = os.environ.get("SRELIB_AGENT_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "srelib" / "agent"
+    return Path(configured) if configured else Path.home() / ".cache" / "srelib" / "agent-v2"
 
 
 def find_agent(path: str | os.PathLike | None = None) -> str | None:
@@ -117,7 +120,7 @@ def agent_model(tokenizer, *, hidden_size: int = 64, layers: int = 2, context: i
     return model
 
 
-def agent_rows(seeds: Iterable[int] = range(6), pools: Sequence[str] = TRAIN_POOLS,
+def agent_rows(seeds: Iterable[int] = range(24), pools: Sequence[str] = TRAIN_POOLS,
                settings: dict | None = None, min_score: float = MIN_SCORE) -> list[dict]:
     """Prompt-completion rows of the reference and heuristic policies on the train tasks, from
     their episodes that scored at least ``min_score``."""
@@ -127,21 +130,23 @@ def agent_rows(seeds: Iterable[int] = range(6), pools: Sequence[str] = TRAIN_POO
                           prompt=transcript_options(settings or AGENT_PROMPT))
 
 
-def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = range(6),
-                pools: Sequence[str] = TRAIN_POOLS, epochs: float = 5.0, tools: bool = False,
+def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = range(24),
+                pools: Sequence[str] = TRAIN_POOLS, epochs: float = 3.0, tools: bool = True,
                 learning_rate: float = 5e-3, batch_size: int = 4, vocab_size: int = 4096,
-                hidden_size: int = 64, layers: int = 2, max_length: int = 512,
+                hidden_size: int = 64, layers: int = 2, max_length: int | None = None,
                 seed: int = 0, log=print) -> str:
     """Train the agent on demonstrations from ``seeds`` x ``pools`` and save it under ``out``
     (default :func:`default_agent_dir`); returns the folder. A turn longer than ``max_length``
-    tokens loses the start of its prompt; batches group turns of similar length. With ``tools``
+    tokens (default 512, with ``tools`` 2048) loses the start of its prompt; batches group
+    turns of similar length. With ``tools``
     the agent answers with tool calls, prompted with :data:`TOOL_AGENT_PROMPT` (the
     conversation of a GRPO rollout, so :func:`srelib.training.grpo.grpo_train` can start from
-    it); else with JSON text, prompted with :data:`AGENT_PROMPT`. ``log`` gets progress lines."""
+    it), and each episode is learnt as one conversation; else with JSON text, prompted with
+    :data:`AGENT_PROMPT`. ``log`` gets progress lines."""
     import tempfile
 
     from srelib.policies.tools import tool_definitions
-    from srelib.training.sft import _tokenized, sft_train
+    from srelib.training.sft import sft_train
 
     started = time.perf_counter()
     target = Path(out) if out is not None else default_agent_dir()
@@ -149,14 +154,16 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
     rows = agent_rows(seeds, pools, settings)
     tools = tool_definitions() if tools else None
     tokenizer = agent_tokenizer(rows, vocab_size, tools)
-    fits = [r for r in rows if _tokenized(r, tokenizer, settings["max_new_tokens"], tools)]
-    log(f"{len(rows)} demonstration turns, {len(fits)} with an action short enough to write "
-        f"({len(rows) - len(fits)} patches left out); tokenizer of {len(tokenizer)} tokens")
-    model = agent_model(tokenizer, hidden_size=hidden_size, layers=layers, seed=seed)
+    log(f"{len(rows)} demonstration turns (an action longer than {settings['max_new_tokens']} "
+        f"tokens, a patch, is not learnt); tokenizer of {len(tokenizer)} tokens")
+    model = agent_model(tokenizer, hidden_size=hidden_size, layers=layers, seed=seed,
+                        context=2048 if tools else 1024)
     with tempfile.TemporaryDirectory(prefix="srelib-agent-") as scratch:
-        trainer = sft_train(model, tokenizer, fits, scratch, epochs=epochs,
+        trainer = sft_train(model, tokenizer, rows, scratch, epochs=epochs,
                             learning_rate=learning_rate, batch_size=batch_size,
-                            max_length=max_length, tools=tools, seed=seed, disable_tqdm=True,
+                            max_length=max_length or (2048 if tools else 512), tools=tools,
+                            conversations=bool(tools), max_completion=settings["max_new_tokens"],
+                            seed=seed, disable_tqdm=True,
                             logging_steps=10, train_sampling_strategy="group_by_length")
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     save_agent(target, trainer.model, tokenizer, settings)

@@ -52,10 +52,16 @@ def demonstrations(seeds: Iterable[int] = range(3), tasks: str | Sequence[str] =
 
 def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float = 2.0,
               learning_rate: float = 3e-3, batch_size: int = 8, max_length: int = 2048,
-              tools: list | None = None, peft_config=None, seed: int = 0, **config_overrides):
+              tools: list | None = None, conversations: bool = False,
+              max_completion: int | None = None, peft_config=None, seed: int = 0,
+              **config_overrides):
     """Fine-tune ``model`` on ``rows`` with ``trl.SFTTrainer`` (loss on completions only) and
     return the trainer. A row longer than ``max_length`` tokens loses the start of its prompt,
-    never its completion; a row whose completion alone is longer is left out, with a warning.
+    never its completion; a completion alone longer than that, or than ``max_completion``
+    tokens, is not learnt, with a warning.
+    With ``conversations``, consecutive rows of which each extends the one before (the turns of
+    one episode, when the prompt keeps the whole history) become one example with every
+    completion learnt: each token is encoded once instead of once per later turn.
     ``tools`` (e.g. :func:`srelib.policies.tools.tool_definitions`) go to the chat template;
     ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only."""
     import torch
@@ -64,12 +70,16 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
 
     from srelib.policies.hf_chat import native_bf16
 
-    examples = [e for e in (_tokenized(r, tokenizer, max_length, tools) for r in rows) if e]
+    turns = [_turn_ids(r, tokenizer, tools) for r in rows]
+    chains = _chains(turns) if conversations else [[t] for t in turns]
+    longest = min(max_length, max_completion or max_length)
+    examples = [e for e in (_example(c, max_length, longest) for c in chains) if e]
+    too_long = sum(len(ids) - shared > longest for ids, shared in turns)
     if not examples:
         raise ValueError(f"every completion is longer than max_length={max_length} tokens")
-    if len(examples) < len(rows):
-        log.warning("sft_train: %d of %d rows have a completion longer than max_length=%d "
-                    "tokens and are left out", len(rows) - len(examples), len(rows), max_length)
+    if too_long:
+        log.warning("sft_train: %d of %d rows have a completion longer than %d tokens and "
+                    "are not learnt", too_long, len(rows), longest)
     settings = {"logging_steps": 10, "lr_scheduler_type": "cosine", **config_overrides}
     config = SFTConfig(output_dir=str(output_dir), num_train_epochs=epochs,
                        learning_rate=learning_rate, per_device_train_batch_size=batch_size,
@@ -82,16 +92,48 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
     return trainer
 
 
-def _tokenized(row: dict, tokenizer, max_length: int, tools: list | None = None) -> dict | None:
-    """``input_ids`` and ``labels`` (the prompt masked out) of a prompt-completion row, cut
-    from the left to ``max_length`` tokens; None if the completion alone is longer."""
+def _turn_ids(row: dict, tokenizer, tools: list | None) -> tuple[list[int], int]:
+    """The token ids of a row's prompt and completion, and where its completion starts."""
     prompt = tokenizer.apply_chat_template(row["prompt"], tools=tools, add_generation_prompt=True,
                                            tokenize=True, return_dict=True)["input_ids"]
     full = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tools=tools,
                                          tokenize=True, return_dict=True)["input_ids"]
     shared = next((i for i, (a, b) in enumerate(zip(prompt, full)) if a != b),
                   min(len(prompt), len(full)))
-    if len(full) - shared > max_length:
+    return full, shared
+
+
+def _chains(turns: list[tuple[list[int], int]]) -> list[list[tuple[list[int], int]]]:
+    """``turns`` in runs where each one's ids begin with the previous one's ids."""
+    chains: list[list[tuple[list[int], int]]] = []
+    for ids, shared in turns:
+        before = chains[-1][-1][0] if chains else None
+        if before is not None and len(ids) > len(before) and ids[:len(before)] == before:
+            chains[-1].append((ids, shared))
+        else:
+            chains.append([(ids, shared)])
+    return chains
+
+
+def _example(chain: list[tuple[list[int], int]], max_length: int,
+             max_completion: int | None = None) -> dict | None:
+    """``input_ids`` and ``labels`` of the last turn's ids with every turn's completion
+    labelled (one no longer than ``max_completion``, default ``max_length``), ending with the
+    last labelled completion and cut from the left to ``max_length`` tokens; None if no
+    completion is labelled."""
+    full = chain[-1][0]
+    labels = [-100] * len(full)
+    end = 0
+    for ids, shared in chain:
+        if len(ids) - shared <= (max_completion or max_length):
+            labels[shared:len(ids)] = ids[shared:]
+            end = len(ids)
+    if not end:
         return None
-    labels = [-100] * shared + full[shared:]
-    return {"input_ids": full[-max_length:], "labels": labels[-max_length:]}
+    return {"input_ids": full[:end][-max_length:], "labels": labels[:end][-max_length:]}
+
+
+def _tokenized(row: dict, tokenizer, max_length: int, tools: list | None = None) -> dict | None:
+    """``input_ids`` and ``labels`` (the prompt masked out) of a prompt-completion row, cut
+    from the left to ``max_length`` tokens; None if the completion alone is longer."""
+    return _example([_turn_ids(row, tokenizer, tools)], max_length)
