@@ -56,7 +56,7 @@ def run(steps: int, generations: int, turns: int, learning_rate: float, beta: fl
         start = train_agent(tempfile.mkdtemp(prefix="srelib-tool-agent-"), tools=True)
     if not saved_settings(start).get("tools"):
         raise SystemExit(f"{start} answers in text; GRPO needs a tool-calling agent "
-                         "(srelib agent train --tools)")
+                         "(srelib agent train, without --text)")
     before = measure(start, "agent")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="srelib-grpo-") as scratch:

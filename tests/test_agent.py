@@ -97,14 +97,14 @@ def test_measuring_a_folder_without_an_agent_names_it_and_the_fix(tmp_path, caps
 def test_a_long_turn_loses_the_start_of_its_prompt_never_its_completion(agent):
     from transformers import AutoTokenizer
 
-    from srelib.training.sft import _tokenized
+    from srelib.training.sft import _example, _turn_ids
 
     tokenizer = AutoTokenizer.from_pretrained(agent)
     answer = '{"action_type": "view_alerts", "parameters": {}, "target_service": null}'
     row = {"prompt": [{"role": "user", "content": "x y z " * 400}],
            "completion": [{"role": "assistant", "content": answer}]}
-    cut = _tokenized(row, tokenizer, 64)
+    cut = _example([_turn_ids(row, tokenizer, None)], 64)
     assert len(cut["input_ids"]) == len(cut["labels"]) == 64
     kept = [t for t in cut["labels"] if t != -100]
     assert answer in tokenizer.decode(kept) and kept == cut["input_ids"][-len(kept):]
-    assert _tokenized(row, tokenizer, 1) is None  # the completion alone does not fit
+    assert _example([_turn_ids(row, tokenizer, None)], 1) is None  # the completion alone is longer

@@ -172,7 +172,7 @@ def test_an_episodes_turns_are_learnt_as_one_conversation():
     tokens, with each turn's completion labelled exactly where its own row labels it."""
     from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
     from srelib.training.agent import agent_tokenizer
-    from srelib.training.sft import _chains, _example, _tokenized, _turn_ids, demonstrations
+    from srelib.training.sft import _chains, _example, _turn_ids, demonstrations
 
     rows = demonstrations(seeds=[0], tasks=["memory_leak"], pools=["A", "C"],
                           demonstrators=["reference"],
@@ -190,7 +190,7 @@ def test_an_episodes_turns_are_learnt_as_one_conversation():
         assert example["input_ids"] == chain[-1][0]
         learnt = 0
         for row in chain_rows:
-            alone = _tokenized(row, tokenizer, 100_000, tool_definitions())
+            alone = _example([_turn_ids(row, tokenizer, tool_definitions())], 100_000)
             span = [i for i, label in enumerate(alone["labels"]) if label != -100]
             assert [example["labels"][i] for i in span] == [alone["labels"][i] for i in span]
             learnt += len(span)

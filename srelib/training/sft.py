@@ -131,9 +131,3 @@ def _example(chain: list[tuple[list[int], int]], max_length: int,
     if not end:
         return None
     return {"input_ids": full[:end][-max_length:], "labels": labels[:end][-max_length:]}
-
-
-def _tokenized(row: dict, tokenizer, max_length: int, tools: list | None = None) -> dict | None:
-    """``input_ids`` and ``labels`` (the prompt masked out) of a prompt-completion row, cut
-    from the left to ``max_length`` tokens; None if the completion alone is longer."""
-    return _example([_turn_ids(row, tokenizer, tools)], max_length)
