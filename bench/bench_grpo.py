@@ -43,7 +43,7 @@ def measure(folder: str, name: str) -> dict:
 
 
 def run(steps: int, generations: int, turns: int, learning_rate: float, beta: float,
-        seed: int, agent: str | None) -> dict:
+        temperature: float, seed: int, agent: str | None) -> dict:
     from transformers import AutoTokenizer
 
     from srelib.policies.saved import saved_settings
@@ -65,7 +65,7 @@ def run(steps: int, generations: int, turns: int, learning_rate: float, beta: fl
                                                            seed=seed),
                              steps=steps, num_generations=generations, max_turns=turns,
                              max_completion_length=1536, learning_rate=learning_rate, beta=beta,
-                             temperature=1.0, seed=seed, disable_tqdm=True)
+                             temperature=temperature, seed=seed, disable_tqdm=True)
         seconds = time.perf_counter() - started
         after_folder = save_agent(Path(scratch) / "after", trainer.model,
                                   trainer.processing_class, saved_settings(start))
@@ -73,14 +73,15 @@ def run(steps: int, generations: int, turns: int, learning_rate: float, beta: fl
     curve = [{"step": h["step"], **{k: h.get(v) for k, v in CURVE_KEYS.items()}}
              for h in trainer.state.log_history if "reward" in h]
     return {"agent": start, "steps": steps, "generations": generations, "turns": turns,
-            "learning_rate": learning_rate, "beta": beta, "seed": seed,
+            "learning_rate": learning_rate, "beta": beta, "temperature": temperature, "seed": seed,
             "train_seconds": seconds, "curve": curve, "before": before, "after": after}
 
 
 def print_report(result: dict, block: int = 10) -> None:
     print(f"GRPO from {result['agent']}: {result['steps']} steps x {result['generations']} "
           f"rollouts, at most {result['turns']} tool calls each, lr {result['learning_rate']:g}, "
-          f"beta {result['beta']:g}; {result['train_seconds']:.0f} s")
+          f"beta {result['beta']:g}, temperature {result['temperature']:g}; "
+          f"{result['train_seconds']:.0f} s")
     print(f"| steps | mean reward | mean KL | mean parse failures |\n|---|---|---|---|")
     curve = result["curve"]
     for first in range(0, len(curve), block):
@@ -108,11 +109,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=12, help="tool calls per rollout at most")
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--beta", type=float, default=0.04, help="weight of the KL term")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--agent", help="a tool-calling agent's folder (default: train one)")
     args = parser.parse_args()
     result = run(args.steps, args.generations, args.turns, args.learning_rate, args.beta,
-                 args.seed, args.agent)
+                 args.temperature, args.seed, args.agent)
     print_report(result)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))

@@ -249,7 +249,7 @@ class Transcript:
 
     def messages(self) -> list[dict]:
         if not self.turns:
-            return [{"role": "system", "content": self.system}]
+            return self._opening([])
         first, rest = self.turns[0], self.turns[1:]
         fixed = len(self.system) + len(first["content"])
         limit = max(1, self.max_history)
@@ -263,8 +263,13 @@ class Transcript:
             pairs, chars = max(1, limit // 2), fixed + max(0, self.max_chars - fixed) // 2
             while len(rest) - self.start > 2 and not fits(pairs, chars):
                 self.start += 2
-        kept = [{"role": "system", "content": self.system}, first] + rest[self.start:]
-        return fold_system(kept) if self.tool_turns else kept
+        return self._opening([first] + rest[self.start:])
+
+    def _opening(self, kept: list[dict]) -> list[dict]:
+        """The system prompt and then ``kept``; in tool turns, the system text opens the first
+        user turn."""
+        messages = [{"role": "system", "content": self.system}, *kept]
+        return fold_system(messages) if self.tool_turns else messages
 
 
 def tool_call_message(text: str) -> dict | None:
