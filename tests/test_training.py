@@ -195,3 +195,14 @@ def test_an_episodes_turns_are_learnt_as_one_conversation():
             assert [example["labels"][i] for i in span] == [alone["labels"][i] for i in span]
             learnt += len(span)
         assert learnt == sum(label != -100 for label in example["labels"])
+
+
+def test_a_hostile_reply_in_tool_turns_is_kept_as_text():
+    from srelib.policies.prompts import Transcript, tool_call_message
+
+    transcript = Transcript(tool_turns=True)
+    for reply in ("[" * 100_000, '{"action_type": "rm -rf", "parameters": {}}',
+                  '{"action_type": "view_alerts", "parameters": [1]}', "not json"):
+        assert tool_call_message(reply) is None
+        transcript.add_reply(reply)
+        assert transcript.turns[-1]["role"] == "assistant" and "tool_calls" not in transcript.turns[-1]

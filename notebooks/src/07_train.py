@@ -212,13 +212,10 @@ table.round(3)
 # longer and reports the curve and the scores before and after, on train and held-out tasks.
 
 # %%
-from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
-from srelib.policies.saved import saved_settings
+from srelib.training.grpo import rollout_prompt
 
-settings = {"system_prompt": TOOL_SYSTEM_PROMPT, "obs_chars": 4000, **saved_settings(start),
-            "tools": True}
 trained = HFTransformersChatPolicy(model=trainer.model, tokenizer=tokenizer, temperature=0,
-                                   load_in_4bit=False, name="agent+GRPO", **settings)
+                                   load_in_4bit=False, name="agent+GRPO", **rollout_prompt(start))
 grpo_after = measure_agent(trained, seeds=SEEDS, tasks=TASKS, max_steps=MAX_STEPS)
 print(f"agent+GRPO: {grpo_after['parse_failure_rate']:.0%} of its replies were not a readable "
       f"action; {grpo_after['invalid_action_rate']:.0%} were actions the environment refused")

@@ -180,7 +180,11 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         self._prefixes = PrefixCache()
         self._calls = 0
         self.tools = bool(tools) and self._template_renders_tools()
-        self.tool_turns = self.tools
+
+    @property
+    def tool_turns(self) -> bool:
+        """Tools on means a conversation in tool turns, as in GRPO's rollouts."""
+        return self.tools
 
     def __repr__(self) -> str:
         return f"HFTransformersChatPolicy({self.model_id!r}, temperature={self.temperature})"

@@ -277,7 +277,7 @@ def tool_call_message(text: str) -> dict | None:
     (``{"action_type", "target_service", "parameters"}``), else None."""
     try:
         action = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a deeply nested reply is not an action either
         return None
     if not (isinstance(action, dict) and action.get("action_type") in {a.value for a in ActionType}
             and isinstance(action.get("parameters", {}), dict)):

@@ -152,8 +152,8 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
     target = Path(out) if out is not None else default_agent_dir()
     settings = dict(TOOL_AGENT_PROMPT if tools else AGENT_PROMPT)
     rows = agent_rows(seeds, pools, settings)
-    tools = tool_definitions() if tools else None
-    tokenizer = agent_tokenizer(rows, vocab_size, tools)
+    tool_list = tool_definitions() if tools else None
+    tokenizer = agent_tokenizer(rows, vocab_size, tool_list)
     log(f"{len(rows)} demonstration turns (an action longer than {settings['max_new_tokens']} "
         f"tokens, a patch, is not learnt); tokenizer of {len(tokenizer)} tokens")
     model = agent_model(tokenizer, hidden_size=hidden_size, layers=layers, seed=seed,
@@ -161,8 +161,8 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
     with tempfile.TemporaryDirectory(prefix="srelib-agent-") as scratch:
         trainer = sft_train(model, tokenizer, rows, scratch, epochs=epochs,
                             learning_rate=learning_rate, batch_size=batch_size,
-                            max_length=max_length or (2048 if tools else 512), tools=tools,
-                            conversations=bool(tools), max_completion=settings["max_new_tokens"],
+                            max_length=max_length or (2048 if tools else 512), tools=tool_list,
+                            conversations=tools, max_completion=settings["max_new_tokens"],
                             seed=seed, disable_tqdm=True,
                             logging_steps=10, train_sampling_strategy="group_by_length")
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]

@@ -34,6 +34,20 @@ def training_rows(count: int, start: int = 0, system: str = TOOL_SYSTEM_PROMPT) 
             for i in range(count)]
 
 
+def rollout_prompt(model, obs_chars: int | None = None,
+                   system_prompt: str | None = None) -> dict:
+    """The chat-policy prompt settings of :func:`grpo_train`'s rollouts for ``model``: the
+    given ones, else those a model folder was saved with (as by ``srelib agent train``), else
+    :data:`~srelib.policies.prompts.TOOL_SYSTEM_PROMPT` and 4000 characters per observation;
+    always in tool turns. A chat policy given them prompts a model as GRPO trained it."""
+    from srelib.policies.saved import saved_settings
+
+    saved = saved_settings(model) if isinstance(model, str) else {}
+    return {**saved, "obs_chars": obs_chars or saved.get("obs_chars", 4000),
+            "system_prompt": system_prompt or saved.get("system_prompt", TOOL_SYSTEM_PROMPT),
+            "tools": True}
+
+
 def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 2,
                num_generations: int = 2, prompts_per_step: int = 1,
                max_completion_length: int = 128, max_turns: int = 8, learning_rate: float = 1e-5,
@@ -47,9 +61,8 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
     :func:`srelib.training.chat_format.use_tool_format`); ``distribution`` is the
     :class:`~srelib.training.environment.TaskDistribution` of incidents; ``max_turns`` caps the
     tool calls of one rollout and ``max_completion_length`` its tokens, tool results included;
-    ``system_prompt`` opens the conversation and ``obs_chars`` bounds each observation (by
-    default those a model folder saved them with, as ``srelib agent train`` does, else
-    :data:`~srelib.policies.prompts.TOOL_SYSTEM_PROMPT` and 4000); ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only.
+    ``system_prompt`` opens the conversation and ``obs_chars`` bounds each observation (see
+    :func:`rollout_prompt`); ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only.
     """
     import functools
 
@@ -58,12 +71,9 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
     from trl import GRPOConfig, GRPOTrainer
 
     from srelib.policies.hf_chat import native_bf16
-    from srelib.policies.saved import saved_settings
     from srelib.training.environment import IncidentToolEnv, TaskDistribution
 
-    saved = saved_settings(model) if isinstance(model, str) else {}
-    obs_chars = obs_chars or saved.get("obs_chars", 4000)
-    system_prompt = system_prompt or saved.get("system_prompt", TOOL_SYSTEM_PROMPT)
+    prompt = rollout_prompt(model, obs_chars, system_prompt)
     batch = num_generations * prompts_per_step
     config = GRPOConfig(
         output_dir=str(output_dir), max_steps=steps, per_device_train_batch_size=batch,
@@ -73,8 +83,8 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
         seed=seed, reward_weights=[0.0], bf16=native_bf16(), use_cpu=not torch.cuda.is_available(),
         **config_overrides)
     factory = functools.partial(IncidentToolEnv, distribution or TaskDistribution(seed=seed),
-                                obs_chars=obs_chars)
-    rows = training_rows(steps * prompts_per_step, system=system_prompt)
+                                obs_chars=prompt["obs_chars"])
+    rows = training_rows(steps * prompts_per_step, system=prompt["system_prompt"])
     trainer = GRPOTrainer(model=model, reward_funcs=[parse_failure_rate], args=config,
                           train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer, environment_factory=factory,
