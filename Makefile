@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 TEST_PINS := torch==2.13.0 transformers==5.24.0
 # the small agent SFT makes from the scripted policies; notebooks 04, 05 and 07 use it when
 # present (the folder srelib.training.agent.default_agent_dir names)
-export SRELIB_AGENT_DIR ?= $(HOME)/.cache/srelib/agent-v2
+export SRELIB_AGENT_DIR ?= $(HOME)/.cache/srelib/agent-v3
 
 .PHONY: setup test demo lab bench clean agent
 

@@ -7,7 +7,7 @@ and on the held-out tasks (pool D), runs TRL's ``GRPOTrainer`` on the train task
 settings and measures it again the same way. Prints the curve (reward, KL, parse-failure rate
 per step, in blocks) and both score tables; ``--json`` keeps everything.
 
-    python bench/bench_grpo.py --steps 100 --agent ~/.cache/srelib/tool_agent
+    python bench/bench_grpo.py --steps 100 --agent ~/.cache/srelib/agent-v3
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     agent_sub = agent.add_subparsers(dest="agent_command", required=True)
     train = agent_sub.add_parser("train", help="train the agent and save it to --out")
     train.add_argument("--out", default=None, help="folder to save to (default: "
-                       "$SRELIB_AGENT_DIR, else ~/.cache/srelib/agent-v2)")
+                       "$SRELIB_AGENT_DIR, else ~/.cache/srelib/agent-v3)")
     train.add_argument("--seeds", type=_seeds, default=None,
                        help="demonstration seeds: N or a,b,c (default: train_agent's)")
     train.add_argument("--epochs", type=float, default=None, help="passes over the demonstrations")

@@ -1,7 +1,7 @@
 """The small agent: SFT on scripted demonstrations makes a model that acts, and acts usefully.
 
 The agent ``make agent`` saved is measured when it is there (``SRELIB_AGENT_DIR`` or
-``~/.cache/srelib/agent-v2``); otherwise it is trained here first, into a temporary folder.
+``~/.cache/srelib/agent-v3``); otherwise it is trained here first, into a temporary folder.
 """
 
 import json

@@ -167,6 +167,93 @@ def test_sft_on_demonstrations_lowers_the_completion_loss(tiny, tmp_path):
     assert len(losses) >= 3 and losses[-1] < losses[0]
 
 
+def test_the_gpu_recipe_a_4bit_base_with_lora_adapters_trains(tiny, tmp_path):
+    """Notebook 07's GPU path, with bitsandbytes' CPU kernels standing in for CUDA's: on a
+    4-bit base, SFT lowers the loss by training the LoRA adapters alone, and GRPO steps run
+    and log over adapters of their own."""
+    pytest.importorskip("bitsandbytes")
+    import torch
+    from peft import LoraConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    from srelib.training.chat_format import use_tool_format
+    from srelib.training.grpo import grpo_train
+    from srelib.training.sft import demonstrations, sft_train
+
+    def quantised():
+        return AutoModelForCausalLM.from_pretrained(tiny, quantization_config=BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32))
+
+    def lora():
+        return LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", task_type="CAUSAL_LM")
+
+    model = quantised()
+    base = {name: p.detach().clone() for name, p in model.named_parameters()}
+    rows = demonstrations(seeds=[0], tasks=["memory_leak"], pools=["C"],
+                          demonstrators=["reference"])
+    trainer = sft_train(model, AutoTokenizer.from_pretrained(tiny), rows * 4, tmp_path / "sft",
+                        epochs=1, batch_size=4, max_length=1024, learning_rate=1e-2,
+                        logging_steps=1, peft_config=lora())
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert len(losses) >= 3 and losses[-1] < losses[0]
+    assert isinstance(trainer.model, PeftModel)
+    trained = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trained and all("lora_" in n for n in trained)
+    after = {n.replace(".base_layer", ""): p
+             for n, p in trainer.model.get_base_model().named_parameters() if "lora_" not in n}
+    assert after.keys() == base.keys()
+    assert all(torch.equal(after[n], p) for n, p in base.items())
+
+    trainer = grpo_train(quantised(), use_tool_format(AutoTokenizer.from_pretrained(tiny)),
+                         tmp_path / "grpo", steps=2, max_completion_length=16, max_turns=2,
+                         peft_config=lora())
+    assert isinstance(trainer.model, PeftModel)
+    assert [h["step"] for h in trainer.state.log_history if "reward" in h] == [1, 2]
+
+
+def test_a_cpu_projects_only_the_labelled_positions_for_the_same_loss(tiny, monkeypatch):
+    """TRL's fused LM head scores every position on a CPU; within labelled_positions_only it
+    scores only the learnt ones (as on CUDA), with the same loss and gradients."""
+    import torch
+    import trl.trainer.utils as trl_utils
+    from transformers import AutoModelForCausalLM
+    from trl.trainer.utils import add_fused_lm_head
+
+    from srelib.training.labelled_positions import labelled_positions_only
+
+    projected = []
+    fused = trl_utils._ChunkedLogProbFunction
+
+    class Spy:
+        @staticmethod
+        def apply(hidden, *args):
+            projected.append(hidden.shape[0])
+            return fused.apply(hidden, *args)
+
+    monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", Spy)
+    model = AutoModelForCausalLM.from_pretrained(tiny)
+    add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))
+    ids = torch.randint(0, model.config.vocab_size, (2, 40),
+                        generator=torch.Generator().manual_seed(0))
+    labels = torch.full_like(ids, -100)
+    labels[0, 30:34], labels[1, 10:13] = ids[0, 30:34], ids[1, 10:13]
+
+    def loss_and_gradient():
+        model.zero_grad()
+        loss = model(input_ids=ids, labels=labels, fused_lm_head=True).loss
+        loss.backward()
+        return loss.detach(), model.get_input_embeddings().weight.grad.clone()
+
+    every = loss_and_gradient()
+    with labelled_positions_only():
+        compact = loss_and_gradient()
+    again = loss_and_gradient()
+    assert projected == [2 * 39, 7, 2 * 39]  # positions whose next token is learnt: 4 + 3
+    torch.testing.assert_close(compact[0], every[0])
+    torch.testing.assert_close(compact[1], every[1])
+    torch.testing.assert_close(again[0], every[0])
+
+
 def test_an_episodes_turns_are_learnt_as_one_conversation():
     """With the whole history in every prompt, one episode is one SFT example: the last turn's
     tokens, with each turn's completion labelled exactly where its own row labels it."""

@@ -16,9 +16,10 @@
 #    the trained model then plays the same held-out seeds.
 #
 # * **On a GPU runtime** the GRPO section trains `MODEL_ID` (by default `gemma-3-1b-it`, gated
-#   on the hub: accept its licence and log in) with LoRA adapters from `peft`, unquantised.
+#   on the hub: accept its licence and log in) with LoRA adapters from `peft`, unquantised
+#   unless `LOAD_IN_4BIT` (nf4 through bitsandbytes).
 # * **Without CUDA** (a laptop, CI) everything runs for real at toy sizes: the SFT agent saved by
-#   `make agent` (trained here at a reduced size when there is none) and a few GRPO steps from
+#   `make agent` (trained here when there is none) and a few GRPO steps from
 #   it. The numbers show that the pipeline works, not what training achieves at scale
 #   (`bench/bench_grpo.py` runs a longer GRPO and reports its learning curve).
 
@@ -29,7 +30,7 @@ LORA_RANK = 16                     # rank of the LoRA adapters on a GPU
 SEEDS = [1000, 1001]               # held-out seeds for before/after (the agent trained on 0-23)
 TASKS = ["memory_leak", "cascading_failure", "circuit_breaker_noop"]  # or "all"
 MAX_STEPS = 12                     # model calls per episode at most
-SFT_EPOCHS = 1                     # only when no saved agent is found (`make agent` uses 3)
+SFT_EPOCHS = 3                     # only when no saved agent is found (as `make agent`)
 GRPO_STEPS = 2                     # optimiser steps of GRPO
 GRPO_COMPLETION_TOKENS = 1024      # tokens per rollout, tool results included (CPU; 4096 on a GPU)
 GRPO_TURNS = 3                     # tool calls per GRPO rollout at most (CPU; 20 on a GPU)
@@ -61,8 +62,8 @@ else:
 # 0-23 of the train tasks, pools A and C. Each episode is one conversation, as a GRPO rollout
 # builds it (the tools, the incident, then each tool call and its result), and every call in it
 # is learnt except those too long to write (a patch), so in phase 2 it explores and declares.
-# Training for 3 epochs takes about three minutes on two CPU cores, which is why this notebook
-# reuses the saved agent rather than training again.
+# Training for 3 epochs takes about 75 seconds on two CPU cores; this notebook reuses the saved
+# agent when there is one, so that its outputs come from the same weights every run.
 
 # %%
 import io
@@ -91,8 +92,7 @@ if agent_dir:
     print("Using the agent saved by `make agent` (`srelib agent train`): trained for 3 epochs "
           "on the scripted policies' episodes, not retrained here.")
 else:
-    print(f"No saved agent: training one for {SFT_EPOCHS:g} epoch(s) instead of 3, so it is "
-          "weaker than `make agent`'s.")
+    print(f"No saved agent: training one for {SFT_EPOCHS:g} epoch(s) (`make agent` uses 3).")
     with quietly():
         agent_dir = train_agent(default_agent_dir(), epochs=SFT_EPOCHS)
 
@@ -161,7 +161,7 @@ from srelib.training.grpo import grpo_train
 if cuda:
     from peft import LoraConfig
 
-    from srelib.policies.hf_chat import model_access_problem
+    from srelib.policies.hf_chat import model_access_problem, quantization_config, resolve_dtype
 
     problem = model_access_problem(MODEL_ID)  # asks the hub before any download
     if problem:
@@ -170,13 +170,9 @@ if cuda:
     options = {"peft_config": LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK,
                                          target_modules="all-linear", task_type="CAUSAL_LM"),
                "max_completion_length": 256, "max_turns": 20}
-    if LOAD_IN_4BIT:
-        from transformers import BitsAndBytesConfig
-
-        model = AutoModelForCausalLM.from_pretrained(
-            start, quantization_config=BitsAndBytesConfig(load_in_4bit=True))
-    else:
-        model = AutoModelForCausalLM.from_pretrained(start, torch_dtype="auto")
+    dtype = resolve_dtype("auto")  # bf16 where the GPU computes it natively, else fp32
+    model = AutoModelForCausalLM.from_pretrained(
+        start, dtype=dtype, quantization_config=quantization_config(LOAD_IN_4BIT, dtype))
 else:
     start = agent_dir
     options = {"max_completion_length": GRPO_COMPLETION_TOKENS, "max_turns": GRPO_TURNS}

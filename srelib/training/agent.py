@@ -30,9 +30,11 @@ from srelib.training.sft import COMPACT_SYSTEM_PROMPT
 AGENT_PROMPT = {"system_prompt": COMPACT_SYSTEM_PROMPT, "obs_chars": 2000, "max_history": 1,
                 "max_prompt_chars": 7000, "max_new_tokens": 48}
 #: How a tool-calling agent is prompted (``train_agent(tools=True)``): actions as tool calls, in
-#: the whole conversation TRL's GRPO rollouts build (a Transcript in tool turns).
+#: the whole conversation TRL's GRPO rollouts build (a Transcript in tool turns). Its calls
+#: are at most 8 tokens and a patch at least 47, so with 32 new tokens no patch is learnt and
+#: none is attempted half-written.
 TOOL_AGENT_PROMPT = {"system_prompt": TOOL_SYSTEM_PROMPT, "obs_chars": 1200, "max_history": 40,
-                     "max_prompt_chars": 24000, "max_new_tokens": 48, "tools": True}
+                     "max_prompt_chars": 24000, "max_new_tokens": 32, "tools": True}
 #: Pools the demonstrations come from: phase 1 alone, and both phases.
 TRAIN_POOLS = ("A", "C")
 #: Only episodes that scored this well are imitated: a small model copies a confused
@@ -41,10 +43,12 @@ MIN_SCORE = 0.9
 
 
 def default_agent_dir() -> Path:
-    """``$SRELIB_AGENT_DIR``, else ``~/.cache/srelib/agent-v2`` (v2: the tool-calling agent;
-    an older, text-answering agent saved under ``agent`` is not picked up)."""
+    """``$SRELIB_AGENT_DIR``, else ``~/.cache/srelib/agent-v3`` (v3: the tool-calling agent
+    trained with the loss on the labelled positions only, whose weights the notebooks' stored
+    outputs come from; agents saved by older versions, under ``agent`` or ``agent-v2``, are
+    not picked up)."""
     configured = os.environ.get("SRELIB_AGENT_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "srelib" / "agent-v2"
+    return Path(configured) if configured else Path.home() / ".cache" / "srelib" / "agent-v3"
 
 
 def find_agent(path: str | os.PathLike | None = None) -> str | None:

@@ -72,6 +72,7 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
 
     from srelib.policies.hf_chat import native_bf16
     from srelib.training.environment import IncidentToolEnv, TaskDistribution
+    from srelib.training.labelled_positions import labelled_positions_only
 
     prompt = rollout_prompt(model, obs_chars, system_prompt)
     batch = num_generations * prompts_per_step
@@ -89,5 +90,6 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
                           train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer, environment_factory=factory,
                           peft_config=peft_config)
-    trainer.train()
+    with labelled_positions_only():
+        trainer.train()
     return trainer

@@ -69,6 +69,7 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
     from trl import SFTConfig, SFTTrainer
 
     from srelib.policies.hf_chat import native_bf16
+    from srelib.training.labelled_positions import labelled_positions_only
 
     turns = [_turn_ids(r, tokenizer, tools) for r in rows]
     chains = _chains(turns) if conversations else [[t] for t in turns]
@@ -88,7 +89,8 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
                        use_cpu=not torch.cuda.is_available(), **settings)
     trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(examples),
                          processing_class=tokenizer, peft_config=peft_config)
-    trainer.train()
+    with labelled_positions_only():
+        trainer.train()
     return trainer
 
 
