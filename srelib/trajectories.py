@@ -9,8 +9,11 @@ Each row: ``policy, task, pool, mode, seed, phase, step``; ``prompt``, the chat 
 policy saw before acting, and ``completion``, the assistant turn that answers with the action
 (TRL's conversational prompt-completion format; with ``tool_turns=True`` a ``tool_calls``
 message, as in the GRPO rollouts); ``action``, the action as a JSON string (one
-schema for every row); ``valid``; ``reward``, the step's; ``score``, the episode's final. :func:`to_dataset` makes a Hugging Face ``datasets.Dataset`` of them;
-:func:`write_jsonl` and :func:`read_jsonl` keep them as JSON lines.
+schema for every row); ``valid``; ``reward``, the step's; ``score``, the episode's final.
+:func:`to_dataset` makes a Hugging Face ``datasets.Dataset`` of them, with each tool call's
+arguments as JSON text (OpenAI's form, which the tool chat format renders the same): Arrow would
+otherwise merge every call's arguments into one struct and give each call the others' fields
+as nulls. :func:`write_jsonl` and :func:`read_jsonl` keep them as JSON lines.
 """
 
 from __future__ import annotations
@@ -67,8 +70,20 @@ def to_dataset(episodes: Iterable[Any], **transcript_options):
         from datasets import Dataset
     except ImportError:
         raise ImportError("to_dataset needs the 'datasets' package: pip install 'srelib[train]'") from None
-    rows = list(turn_rows(episodes, **transcript_options))
+    rows = [{**row, "prompt": _arguments_as_text(row["prompt"]),
+             "completion": _arguments_as_text(row["completion"])}
+            for row in turn_rows(episodes, **transcript_options)]
     return Dataset.from_list(rows) if rows else Dataset.from_dict({f: [] for f in ROW_FIELDS})
+
+
+def _arguments_as_text(messages: list[dict]) -> list[dict]:
+    """``messages`` with each tool call's arguments as their JSON text."""
+    def call(c: dict) -> dict:
+        arguments = json.dumps(c["function"]["arguments"], ensure_ascii=False)
+        return {**c, "function": {**c["function"], "arguments": arguments}}
+
+    return [{**m, "tool_calls": [call(c) for c in m["tool_calls"]]} if m.get("tool_calls")
+            else m for m in messages]
 
 
 def write_jsonl(episodes: Iterable[Any], path: str | os.PathLike, **transcript_options) -> int:

@@ -271,7 +271,8 @@ def test_full_episodes_against_transformers_serve(served_tiny_model, tools):
         assert "score" in info and steps >= 1
         assert info["ended_by"] in ("give_up", "budget") or terminated
     # The tiny model's Gemma-style template rejects the system role: the policy learnt to fold.
-    assert policy.fold_system is True
+    # In tool turns the system text already opens the first user turn, so nothing was learnt.
+    assert policy.fold_system is (None if tools else True)
     answered = [u for u in policy.usage if u.get("error") is None]
     assert len(answered) >= 2 and all(u["completion_tokens"] for u in answered)
     assert all(u.get("error") is None for u in policy.usage[2:])
@@ -472,6 +473,26 @@ def test_tools_are_sent_and_tool_calls_read_as_actions():
     assert "unknown tool" in refused["parameters"]["reason"]
 
 
+def test_with_tools_the_conversation_follows_the_tool_protocol():
+    """Each action goes back as an assistant tool call with an id and JSON-string arguments,
+    and its result as a ``tool`` message answering that id, as OpenAI's API requires."""
+    script = [(200, tool_reply("view_alerts", "{}"), 0),
+              (200, tool_reply("check_metrics", '{"target_service": "orders"}'), 0)]
+    with Stub(script) as stub:
+        policy = policy_for(stub, tools=True)
+        for step in range(3):
+            policy({**OBS, "steps_taken": step}, 1, "memory_leak")
+    sent = stub.requests[-1]["body"]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert sent[0]["content"].startswith(SYSTEM_PROMPT)  # the system text opens the first turn
+    calls = [m["tool_calls"][0] for m in sent if m["role"] == "assistant"]
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls] == [
+        ("view_alerts", {}), ("check_metrics", {"target_service": "orders"})]
+    answers = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+    assert answers == [c["id"] for c in calls] and len(set(answers)) == 2
+    assert "Call one tool." in sent[-1]["content"]
+
+
 def test_a_server_without_tool_support_is_asked_again_without_tools():
     def no_tools(body, headers):
         if "tools" in body:
@@ -484,7 +505,11 @@ def test_a_server_without_tool_support_is_asked_again_without_tools():
         second = policy(OBS, 1, "memory_leak")
     assert first["action_type"] == second["action_type"] == "view_alerts"
     sent = ["tools" in r["body"] for r in stub.requests]
-    # refused with tools (also with the system prompt folded, the other thing a 400 may mean),
-    # then asked without tools, then never with them again
-    assert sent == [True, True, False, False]
-    assert policy.tools is False and policy.fold_system is False
+    # refused with tools (the conversation of tool turns already folds the system prompt, the
+    # other thing a 400 may mean), then asked without tools, then never with them again
+    assert sent == [True, False, False]
+    assert policy.tools is False
+    # the action it took went back as JSON text, its result as a user turn
+    last = stub.requests[-1]["body"]["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user"]
+    assert json.loads(last[1]["content"])["action_type"] == "view_alerts"

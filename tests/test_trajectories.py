@@ -44,6 +44,34 @@ def test_dataset_and_jsonl_round_trip(episodes, tmp_path):
     assert trajectories.read_jsonl(path) == json.loads(json.dumps(rows))
 
 
+def test_a_tool_turn_dataset_keeps_each_calls_own_arguments(episodes, tmp_path_factory):
+    """Arrow merges a struct's fields across rows, which would give every tool call the other
+    calls' arguments as nulls; the dataset keeps each call's arguments as JSON text instead, so
+    its chats render exactly as the rows do."""
+    pytest.importorskip("datasets")
+    from transformers import AutoTokenizer
+
+    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.chat_format import use_tool_format
+
+    rows = list(trajectories.turn_rows(episodes, tool_turns=True))
+    dataset = trajectories.to_dataset(episodes, tool_turns=True)
+    tokenizer = use_tool_format(AutoTokenizer.from_pretrained(
+        tiny_chat_model(tmp_path_factory.getbasetemp() / "tiny_chat_model")))
+
+    def render(row):
+        return tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=False)
+
+    calls = 0
+    for row, stored in zip(rows, dataset, strict=True):
+        assert render(stored) == render(row)
+        for mine, theirs in zip(row["completion"], stored["completion"], strict=True):
+            for a, b in zip(mine["tool_calls"], theirs["tool_calls"], strict=True):
+                assert json.loads(b["function"]["arguments"]) == a["function"]["arguments"]
+                calls += 1
+    assert calls == len(rows)
+
+
 def test_a_forged_episode_does_not_replay(episodes):
     forged = srelib.Episode.from_dict(episodes[0].to_dict())
     forged.steps[1]["reward"] = 0.99

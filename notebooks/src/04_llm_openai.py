@@ -110,12 +110,19 @@ local = served is not None or host in ("localhost", "127.0.0.1", "::1", "0.0.0.0
 # in its repr, its actions or its logs. Greedy decoding (`temperature=0`) keeps the run
 # repeatable where the endpoint allows it. A model whose chat template has no system role (Gemma)
 # gets the system prompt folded into its first user turn; the tiny model is one of those.
+# With `tools=True` (the saved agent's settings turn it on: it was trained to call the actions
+# as tools) the policy sends the action tools, reads the model's `tool_calls` and keeps the
+# conversation in tool turns, each result a `tool` message answering its call, as the agent
+# saw it in training.
 
 # %%
 from srelib.policies import OpenAIChatPolicy
 
+# A server this notebook started fails the same way on every retry (a greedy model's reply it
+# cannot parse is an HTTP 500), so its calls are not retried; a remote endpoint's are.
 policy = OpenAIChatPolicy(model, base_url=base_url, api_key=api_key, temperature=0,
                           max_tokens=max_tokens, max_concurrency=MAX_CONCURRENCY, timeout=120,
+                          max_retries=0 if served else 3,
                           fold_system=True if served else None, name="llm", **limits)
 policy
 
@@ -230,14 +237,15 @@ display(Markdown(to_markdown(top, index=False)) if len(top) else Markdown("No pa
 
 # %% [markdown]
 # One raw failing reply, exactly as the model wrote it, from the conversations the policy still
-# holds (those of the last task's episodes), with what the parser made of it:
+# holds (those of the last task's episodes), with what the parser made of it. In tool turns a
+# reply the policy read as an action is kept as a tool call, so only text replies can fail:
 
 # %%
 from srelib import parse_action
 
 last = len(frames[-1])
 replies = [m["content"] for lane in range(last) for m in policy.conversation(lane)
-           if m["role"] == "assistant"]
+           if m["role"] == "assistant" and not m.get("tool_calls")]
 failing = next((r for r in replies if not parse_action(r).ok), None)
 if failing is None:
     print("Every reply the policy still holds parses as an action.")

@@ -49,7 +49,8 @@ class OpenAIChatPolicy(ChatPolicyBase):
     chat template has no system role (Gemma behind vLLM or ``transformers serve``); the default
     ``None`` learns it: the first time the server rejects a conversation, the folded form is
     tried, and kept if it is accepted. ``tools=True`` sends the actions as function tools
-    (:func:`srelib.policies.tools.tool_definitions`) and reads the model's ``tool_calls``; a
+    (:func:`srelib.policies.tools.tool_definitions`), reads the model's ``tool_calls`` and keeps
+    the conversation in tool turns (each result a ``tool`` message answering its call); a
     server that rejects tools is asked again without them, and the policy then reads actions
     from the reply text, as it does by default. ``system_prompt`` replaces the default one (a
     model trained with its own, such as the agent ``srelib agent train`` saves).
@@ -89,6 +90,12 @@ class OpenAIChatPolicy(ChatPolicyBase):
         self.name = name or f"openai:{model}"
         self._client = OpenAI(api_key=api_key or os.environ.get("OPENAI_API_KEY") or _UNSET_KEY,
                               base_url=self.base_url, timeout=self.timeout, max_retries=0)
+
+    @property
+    def tool_turns(self) -> bool:
+        """With tools, an episode's conversation follows the tool protocol: each action an
+        assistant ``tool_calls`` message, its result a ``tool`` message (GRPO's rollout shape)."""
+        return self.tools
 
     def __repr__(self) -> str:
         return (f"OpenAIChatPolicy(model={self.model!r}, base_url={self.base_url!r}, "
@@ -224,7 +231,8 @@ class OpenAIChatPolicy(ChatPolicyBase):
             extra["tools"] = tool_definitions()
         chunks = []
         with self._client.chat.completions.with_streaming_response.create(
-                model=self.model, messages=messages, temperature=self.temperature,
+                model=self.model, messages=wire_messages(messages, self.tools),
+                temperature=self.temperature,
                 max_tokens=self.max_tokens, timeout=timeout, **extra) as response:
             for chunk in response.iter_bytes():
                 if abandoned.is_set():
@@ -236,6 +244,33 @@ class OpenAIChatPolicy(ChatPolicyBase):
         text = f"{type(error).__name__}: {error}"
         key = self._client.api_key
         return text.replace(key, "***") if key and key != _UNSET_KEY else text
+
+
+def wire_messages(messages: list[dict], tools: bool) -> list[dict]:
+    """A conversation as an OpenAI-compatible server takes it. With ``tools``, each tool call
+    gets an id and its arguments as a JSON string, and its result (a ``tool`` message) that id;
+    without (a server that refused tools), a call is sent as the action's JSON text and its
+    result as a user turn."""
+    from srelib.policies.tools import tool_call_text
+
+    wired, call_id = [], None
+    for position, message in enumerate(messages):
+        calls = message.get("tool_calls")
+        if calls and tools:
+            call_id = f"call_{position}"
+            wired.append({"role": "assistant", "content": message["content"], "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": call["function"]["name"],
+                              "arguments": json.dumps(call["function"]["arguments"])}}
+                for call in calls[:1]]})
+        elif calls:
+            wired.append({"role": "assistant", "content": tool_call_text(calls[0])})
+        elif message["role"] == "tool":
+            wired.append({"role": "tool", "tool_call_id": call_id, "content": message["content"]}
+                         if tools else {"role": "user", "content": message["content"]})
+        else:
+            wired.append(message)
+    return wired
 
 
 def _decode(body: bytes) -> dict:

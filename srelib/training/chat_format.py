@@ -4,7 +4,8 @@ Gemma 3's own template has no tool role, so tool calls need a format of their ow
 listed in a ``tools`` turn, one line each in name order (``name(param, optional?): description``, the same
 line whether the schema came from :func:`srelib.policies.tools.tool_definitions` or from TRL
 reading :class:`~srelib.training.environment.IncidentToolEnv`'s methods), a model turn carries ``<tool_call>{"name": ..., "arguments": {...}}
-</tool_call>`` blocks, and each tool result comes back in a ``tool`` turn. :data:`RESPONSE_TEMPLATE`
+</tool_call>`` blocks (the arguments a mapping or, as OpenAI's format has them, its JSON text:
+the same line either way), and each tool result comes back in a ``tool`` turn. :data:`RESPONSE_TEMPLATE`
 tells ``tokenizer.parse_response`` (and so TRL) how to read a model turn back into a message
 with ``tool_calls``. :func:`use_tool_format` puts both on a tokenizer.
 """
@@ -36,8 +37,10 @@ TOOL_CHAT_TEMPLATE = (
     "{% if message['content'] is string %}{{ message['content'] | trim }}{% endif %}"
     "{% for call in message.get('tool_calls') or [] %}"
     "{% set function = call.function if call.function is defined else call %}"
-    "{{ '" + TOOL_OPEN + "' }}{{ {'name': function.name, 'arguments': function.arguments} | tojson }}"
-    "{{ '" + TOOL_CLOSE + "' }}"
+    "{{ '" + TOOL_OPEN + "{\"name\": ' }}{{ function.name | tojson }}{{ ', \"arguments\": ' }}"
+    "{% if function.arguments is string %}{{ function.arguments }}"
+    "{% else %}{{ function.arguments | tojson }}{% endif %}"
+    "{{ '}" + TOOL_CLOSE + "' }}"
     "{% endfor %}"
     "{{ '" + END + "\\n' }}"
     "{% endfor %}"
