@@ -5,7 +5,8 @@ Starts from a tool-calling agent (``--agent FOLDER``, else one trained here with
 and on the held-out tasks (pool D), runs TRL's ``GRPOTrainer`` on the train tasks through
 ``IncidentToolEnv`` for ``--steps`` optimiser steps, saves the result with the agent's prompt
 settings and measures it again the same way. Prints the curve (reward, KL, parse-failure rate
-per step, in blocks) and both score tables; ``--json`` keeps everything.
+per step, in blocks), both score tables and the change of the score, paired on the same
+incidents; ``--json`` keeps everything.
 
     python bench/bench_grpo.py --steps 100 --agent ~/.cache/srelib/agent-v3
 """
@@ -29,17 +30,35 @@ CURVE_KEYS = {"reward": "reward", "kl": "kl",
               "parse_failures": "rewards/parse_failure_rate/mean"}
 
 
-def measure(folder: str, name: str) -> dict:
-    """Each split's parse-failure and invalid-action rates and score table for ``folder``."""
+def measure(folder: str, name: str) -> tuple[dict, dict]:
+    """Each split's parse-failure and invalid-action rates and score table for ``folder``, and
+    each split's episodes (a results frame)."""
     from srelib.training.agent import agent_policy, measure_agent
 
-    results = {}
+    results, frames = {}, {}
     for split, pools in SPLITS.items():
         measured = measure_agent(agent_policy(folder, name=name), pools=pools)
+        frames[split] = measured["frame"]
         results[split] = {"parse_failure_rate": measured["parse_failure_rate"],
                           "invalid_action_rate": measured["invalid_action_rate"],
                           "scores": measured["scores"].to_dict("records")}
-    return results
+    return results, frames
+
+
+def paired_change(before: dict, after: dict) -> dict:
+    """Each split's mean change of the final score from ``agent`` to ``agent+GRPO``, paired on
+    the same incidents, with its bootstrap CI (``before`` and ``after``: frames per split)."""
+    import pandas as pd
+
+    from srelib.stats import paired_difference
+
+    change = {}
+    for split in SPLITS:
+        both = pd.concat([before[split], after[split]], ignore_index=True)
+        row = paired_difference(both, "agent+GRPO", "agent").iloc[-1]
+        change[split] = {key: float(row[column]) for key, column in
+                         (("mean", "mean_diff"), ("ci_low", "ci_low"), ("ci_high", "ci_high"))}
+    return change
 
 
 def run(steps: int, generations: int, turns: int, learning_rate: float, beta: float,
@@ -57,7 +76,7 @@ def run(steps: int, generations: int, turns: int, learning_rate: float, beta: fl
     if not saved_settings(start).get("tools"):
         raise SystemExit(f"{start} answers in text; GRPO needs a tool-calling agent "
                          "(srelib agent train, without --text)")
-    before = measure(start, "agent")
+    before, before_frames = measure(start, "agent")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="srelib-grpo-") as scratch:
         trainer = grpo_train(start, AutoTokenizer.from_pretrained(start), scratch,
@@ -69,12 +88,13 @@ def run(steps: int, generations: int, turns: int, learning_rate: float, beta: fl
         seconds = time.perf_counter() - started
         after_folder = save_agent(Path(scratch) / "after", trainer.model,
                                   trainer.processing_class, saved_settings(start))
-        after = measure(after_folder, "agent+GRPO")
+        after, after_frames = measure(after_folder, "agent+GRPO")
     curve = [{"step": h["step"], **{k: h.get(v) for k, v in CURVE_KEYS.items()}}
              for h in trainer.state.log_history if "reward" in h]
     return {"agent": start, "steps": steps, "generations": generations, "turns": turns,
             "learning_rate": learning_rate, "beta": beta, "temperature": temperature, "seed": seed,
-            "train_seconds": seconds, "curve": curve, "before": before, "after": after}
+            "train_seconds": seconds, "curve": curve, "before": before, "after": after,
+            "change": paired_change(before_frames, after_frames)}
 
 
 def print_report(result: dict, block: int = 10) -> None:
@@ -98,6 +118,9 @@ def print_report(result: dict, block: int = 10) -> None:
                 print(f"| {run_name} | {measured['parse_failure_rate']:.3f} "
                       f"| {measured['invalid_action_rate']:.3f} | {row['policy']} "
                       f"| {row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] |")
+        change = result["change"][split]
+        print(f"| after - before (paired) | | | agent+GRPO - agent | {change['mean']:.3f} "
+              f"[{change['ci_low']:.3f}, {change['ci_high']:.3f}] |")
 
 
 def main() -> None:
