@@ -68,14 +68,15 @@ def run(steps: int, generations: int, turns: int, learning_rate: float, beta: fl
     from srelib.policies.saved import saved_settings
     from srelib.training.agent import find_agent, save_agent, train_agent
     from srelib.training.environment import TaskDistribution
-    from srelib.training.grpo import grpo_train
+    from srelib.training.grpo import grpo_train, rollout_prompt
 
     start = find_agent(agent) if agent else None
     if start is None:
         start = train_agent(tempfile.mkdtemp(prefix="srelib-tool-agent-"), tools=True)
-    if not saved_settings(start).get("tools"):
-        raise SystemExit(f"{start} answers in text; GRPO needs a tool-calling agent "
-                         "(srelib agent train, without --text)")
+    try:
+        rollout_prompt(start)  # refuses an agent that answers in text, before any measuring
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     before, before_frames = measure(start, "agent")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="srelib-grpo-") as scratch:

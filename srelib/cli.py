@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                        "$SRELIB_AGENT_DIR, else ~/.cache/srelib/agent-v3)")
     train.add_argument("--seeds", type=_seeds, default=None,
                        help="demonstration seeds: N or a,b,c (default: train_agent's)")
-    train.add_argument("--epochs", type=float, default=None, help="passes over the demonstrations")
+    train.add_argument("--epochs", type=_epochs, default=None, help="passes over the demonstrations")
     train.add_argument("--text", action="store_true",
                        help="answer with JSON text instead of tool calls")
     train.set_defaults(run=_cmd_agent_train, parser=train)
@@ -353,6 +353,17 @@ def _seeds(text: str):
     if isinstance(seeds, list) and (not seeds or min(seeds) < 0):
         raise argparse.ArgumentTypeError(f"a seed list holds seeds >= 0, got {text!r}")
     return seeds
+
+
+def _epochs(text: str) -> float:
+    """A number of passes over the data, more than 0."""
+    try:
+        epochs = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"epochs must be a number, got {text!r}") from None
+    if not epochs > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"epochs must be more than 0, got {text}")
+    return epochs
 
 
 def _pools(text: str) -> list[str]:

@@ -47,8 +47,11 @@ def test_grpo_starts_from_the_agents_folder_and_its_rollouts_call_tools(agent, t
 
 def test_a_text_agent_answers_in_json_text(tmp_path):
     """``train_agent(tools=False)`` (here briefly, on one seed) saves an agent prompted with
-    JSON-text actions and a short history."""
+    JSON-text actions and a short history, which GRPO's tool-calling rollouts refuse."""
+    from transformers import AutoTokenizer
+
     from srelib.training.agent import AGENT_PROMPT, agent_policy, train_agent
+    from srelib.training.grpo import grpo_train
 
     folder = train_agent(tmp_path / "text_agent", seeds=[0], epochs=1, tools=False,
                          log=lambda _: None)
@@ -58,6 +61,8 @@ def test_a_text_agent_answers_in_json_text(tmp_path):
                                                           AGENT_PROMPT["max_history"])
     prompt = policy.chat_prompt([{"role": "user", "content": "x"}])
     assert "view_alerts(" not in prompt and "<start_of_turn>model" in prompt
+    with pytest.raises(ValueError, match="trained to answer in JSON text.*srelib agent train"):
+        grpo_train(folder, AutoTokenizer.from_pretrained(folder), tmp_path / "grpo")
 
 
 def test_the_agent_beats_the_null_policy_with_a_ci_that_excludes_zero(measured):

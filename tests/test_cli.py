@@ -87,6 +87,14 @@ def test_seed_count_must_be_at_least_one(tmp_path):
     assert not (tmp_path / "r").exists(), "a rejected command creates nothing"
 
 
+def test_agent_training_needs_a_positive_number_of_epochs(tmp_path):
+    for epochs in ("0", "-1", "nan", "three"):
+        result = _srelib("agent", "train", "--epochs", epochs, "--out", tmp_path / "agent")
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert "srelib agent train: error: argument --epochs: epochs must be" in result.stderr
+    assert not (tmp_path / "agent").exists(), "a rejected command creates nothing"
+
+
 def test_a_rejected_grid_creates_no_run_directory(tmp_path):
     line = _eval_error(tmp_path, "--tasks", "no_such_task", "--out", tmp_path / "r")
     assert "unknown tasks ['no_such_task']" in line

@@ -254,6 +254,19 @@ def test_a_cpu_projects_only_the_labelled_positions_for_the_same_loss(tiny, monk
     torch.testing.assert_close(again[0], every[0])
 
 
+@pytest.mark.parametrize("epochs", [0, -1.0, float("nan")])
+def test_sft_refuses_a_number_of_epochs_that_trains_nothing(tiny, tmp_path, epochs):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from srelib.training.sft import sft_train
+
+    rows = [{"prompt": [{"role": "user", "content": "incident"}],
+             "completion": [{"role": "assistant", "content": '{"action_type": "view_alerts"}'}]}]
+    with pytest.raises(ValueError, match="epochs must be more than 0"):
+        sft_train(AutoModelForCausalLM.from_pretrained(tiny), AutoTokenizer.from_pretrained(tiny),
+                  rows, tmp_path, epochs=epochs)
+
+
 def test_an_episodes_turns_are_learnt_as_one_conversation():
     """With the whole history in every prompt, one episode is one SFT example: the last turn's
     tokens, with each turn's completion labelled exactly where its own row labels it."""

@@ -71,6 +71,8 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
     from srelib.policies.hf_chat import native_bf16
     from srelib.training.labelled_positions import labelled_positions_only
 
+    if not epochs > 0:
+        raise ValueError(f"epochs must be more than 0, got {epochs}")
     turns = [_turn_ids(r, tokenizer, tools) for r in rows]
     chains = _chains(turns) if conversations else [[t] for t in turns]
     longest = min(max_length, max_completion or max_length)
