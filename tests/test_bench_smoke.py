@@ -111,6 +111,25 @@ def test_gpu_script_runs_tiny_on_cpu(tmp_path, tiny_model_dir):
         assert cached > 0 if result["kv_cache"] else cached == 0
 
 
+def test_gpu_training_script_runs_tiny_on_cpu(tmp_path):
+    """The GPU recipe check (LoRA SFT then LoRA GRPO, unquantised and 4-bit) runs end to end
+    on a tiny config, so a lent GPU's few minutes are not spent on a broken script."""
+    pytest.importorskip("trl")
+    pytest.importorskip("bitsandbytes")
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "gpu_train.py"), "--tiny", "--sft-steps", "3",
+         "--grpo-steps", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "OUT": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((tmp_path / "gpu_train.json").read_text())
+    assert [run["four_bit"] for run in summary["runs"]] == [False, True]
+    for run in summary["runs"]:
+        assert run["sft"]["last_loss"] < run["sft"]["first_loss"]
+        assert [log["step"] for log in run["grpo"]] == [1]
+        assert 0 < run["sft_trainable_params"] == run["grpo_trainable_params"] < summary["params"]
+
+
 def test_run_all_prints_one_table(tmp_path):
     done = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--quick", "--only",
                            "bench_import.py", "bench_notebooks.py"],
