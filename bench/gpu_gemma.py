@@ -93,6 +93,27 @@ def build_model(config_kwargs: dict, tokenizer, device: str, dtype):
     return model.eval()
 
 
+def describe_run(tiny: bool, params: int, dtype) -> dict:
+    """The head of a GPU script's summary: which model, where, with which libraries."""
+    import torch
+    import transformers
+
+    return {"model": "tiny Gemma3 config" if tiny else "Gemma-3-1B architecture, random init",
+            "params": params,
+            "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+            "dtype": str(dtype), "torch": torch.__version__,
+            "transformers": transformers.__version__}
+
+
+def emit(summary: dict, filename: str) -> dict:
+    """Print ``summary`` as JSON and write it to ``$OUT/filename`` when ``OUT`` is set."""
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], filename).write_text(text)
+    return summary
+
+
 def rollouts(policy, batch_size: int, max_steps: int) -> dict:
     """Run ``batch_size`` joint episodes in lockstep; their wall time, tokens and throughput."""
     import torch
@@ -138,7 +159,6 @@ def main(argv: list[str] | None = None) -> dict:
     max_new_tokens = args.max_new_tokens or (8 if args.tiny else 64)
 
     import torch
-    import transformers
     from transformers import AutoTokenizer
 
     from srelib.policies.hf_chat import HFTransformersChatPolicy, resolve_dtype
@@ -161,20 +181,12 @@ def main(argv: list[str] | None = None) -> dict:
     for policy in policies:
         rollouts(policy, 1, 1)  # warm-up: kernels, allocator
     results = [rollouts(policy, b, args.max_steps) for b in batch_sizes for policy in policies]
-    summary = {
-        "model": "Gemma-3-1B architecture, random init" if not args.tiny else "tiny Gemma3 config",
-        "params": sum(p.numel() for p in model.parameters()),
-        "device": torch.cuda.get_device_name() if cuda else "cpu", "dtype": str(dtype),
-        "torch": torch.__version__, "transformers": transformers.__version__,
+    return emit({
+        **describe_run(args.tiny, sum(p.numel() for p in model.parameters()), dtype),
         "max_new_tokens": max_new_tokens, "max_steps": args.max_steps,
         "obs_chars": args.obs_chars, "build_s": round(built, 1), "results": results,
         "total_s": round(time.perf_counter() - started, 1),
-    }
-    text = json.dumps(summary, indent=2)
-    print(text)
-    if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "gpu_bench.json").write_text(text)
-    return summary
+    }, "gpu_bench.json")
 
 
 if __name__ == "__main__":

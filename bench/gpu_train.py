@@ -19,15 +19,13 @@ falls) and fits.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_gemma import GEMMA3_1B, TINY, build_model  # noqa: E402 - also puts the tree on sys.path
+from gpu_gemma import GEMMA3_1B, TINY, build_model, describe_run, emit  # noqa: E402
 
 
 def four_bit_config(dtype):
@@ -98,7 +96,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
 
     import torch
-    import transformers
     from transformers import AutoTokenizer
 
     from srelib.policies.hf_chat import resolve_dtype
@@ -126,18 +123,9 @@ def main(argv: list[str] | None = None) -> dict:
                                                    "max_chars": 24000, "tool_turns": True})
         runs = [train(folder, tokenizer, rows, four_bit, args, scratch)
                 for four_bit in (False, True)]
-    summary = {
-        "model": "Gemma-3-1B architecture, random init" if not args.tiny else "tiny Gemma3 config",
-        "params": params, "device": torch.cuda.get_device_name() if cuda else "cpu",
-        "dtype": str(resolve_dtype("auto")), "torch": torch.__version__,
-        "transformers": transformers.__version__, "demonstration_rows": len(rows),
-        "runs": runs, "total_s": round(time.perf_counter() - started, 1),
-    }
-    text = json.dumps(summary, indent=2)
-    print(text)
-    if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "gpu_train.json").write_text(text)
-    return summary
+    return emit({**describe_run(args.tiny, params, resolve_dtype("auto")),
+                 "demonstration_rows": len(rows), "runs": runs,
+                 "total_s": round(time.perf_counter() - started, 1)}, "gpu_train.json")
 
 
 if __name__ == "__main__":

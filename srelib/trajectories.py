@@ -70,20 +70,13 @@ def to_dataset(episodes: Iterable[Any], **transcript_options):
         from datasets import Dataset
     except ImportError:
         raise ImportError("to_dataset needs the 'datasets' package: pip install 'srelib[train]'") from None
-    rows = [{**row, "prompt": _arguments_as_text(row["prompt"]),
-             "completion": _arguments_as_text(row["completion"])}
+    from srelib.policies.prompts import arguments_as_text
+
+    rows = [{**row, "prompt": arguments_as_text(row["prompt"]),
+             "completion": arguments_as_text(row["completion"])}
             for row in turn_rows(episodes, **transcript_options)]
     return Dataset.from_list(rows) if rows else Dataset.from_dict({f: [] for f in ROW_FIELDS})
 
-
-def _arguments_as_text(messages: list[dict]) -> list[dict]:
-    """``messages`` with each tool call's arguments as their JSON text."""
-    def call(c: dict) -> dict:
-        arguments = json.dumps(c["function"]["arguments"], ensure_ascii=False)
-        return {**c, "function": {**c["function"], "arguments": arguments}}
-
-    return [{**m, "tool_calls": [call(c) for c in m["tool_calls"]]} if m.get("tool_calls")
-            else m for m in messages]
 
 
 def write_jsonl(episodes: Iterable[Any], path: str | os.PathLike, **transcript_options) -> int:

@@ -251,18 +251,16 @@ def wire_messages(messages: list[dict], tools: bool) -> list[dict]:
     gets an id and its arguments as a JSON string, and its result (a ``tool`` message) that id;
     without (a server that refused tools), a call is sent as the action's JSON text and its
     result as a user turn."""
+    from srelib.policies.prompts import arguments_as_text
     from srelib.policies.tools import tool_call_text
 
     wired, call_id = [], None
-    for position, message in enumerate(messages):
+    for position, message in enumerate(arguments_as_text(messages)):
         calls = message.get("tool_calls")
-        if calls and tools:
+        if calls and tools:  # a transcript's assistant turn holds one call
             call_id = f"call_{position}"
-            wired.append({"role": "assistant", "content": message["content"], "tool_calls": [
-                {"id": call_id, "type": "function",
-                 "function": {"name": call["function"]["name"],
-                              "arguments": json.dumps(call["function"]["arguments"])}}
-                for call in calls[:1]]})
+            wired.append({"role": "assistant", "content": message["content"],
+                          "tool_calls": [{**calls[0], "id": call_id}]})
         elif calls:
             wired.append({"role": "assistant", "content": tool_call_text(calls[0])})
         elif message["role"] == "tool":

@@ -290,6 +290,16 @@ def tool_call_message(text: str) -> dict | None:
                             "function": {"name": action["action_type"], "arguments": arguments}}]}
 
 
+def arguments_as_text(messages: list[dict]) -> list[dict]:
+    """``messages`` with each tool call's arguments as their JSON text (OpenAI's form)."""
+    def call(c: dict) -> dict:
+        arguments = json.dumps(c["function"]["arguments"], ensure_ascii=False)
+        return {**c, "function": {**c["function"], "arguments": arguments}}
+
+    return [{**m, "tool_calls": [call(c) for c in m["tool_calls"]]} if m.get("tool_calls")
+            else m for m in messages]
+
+
 def _text(message: dict) -> str:
     """A message's text as the model reads it, tool calls included."""
     calls = message.get("tool_calls")
