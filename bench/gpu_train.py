@@ -3,14 +3,14 @@
 No download (a device machine reaches nothing outside): the model is Gemma-3-1B's text
 architecture (``gpu_gemma.GEMMA3_1B``) with random weights and the vocabulary of srelib's tiny
 offline tokenizer in its tool format, saved to a folder and loaded back the way notebook 07 loads
-``MODEL_ID``: ``from_pretrained(folder, dtype=resolve_dtype("auto"),
-quantization_config=quantization_config(LOAD_IN_4BIT, dtype))``. For each of unquantised and
-4-bit, it runs ``--sft-steps`` steps of ``sft_train`` with LoRA adapters on the scripted
-policies' demonstrations, then ``--grpo-steps`` steps of ``grpo_train`` with LoRA, and reports
-the losses, the logged reward, KL and parse-failure rate, the wall times and the peak GPU
-memory as JSON, on stdout and in ``$OUT/gpu_train.json`` when ``OUT`` is set. Random weights
-mean the rewards are not a result; the check is that the recipe runs, learns (the SFT loss
-falls) and fits.
+``MODEL_ID`` (``srelib.training.lora.load_for_training``). For each of unquantised and 4-bit,
+it runs ``--sft-steps`` steps of ``lora_warm_start`` (LoRA adapters on the scripted policies'
+episodes), plays one short episode with the trained model (``lora_policy``), then runs
+``--grpo-steps`` steps of ``grpo_train`` on the same adapters, and reports the losses, the
+logged reward, KL and parse-failure rate, the wall times, the peak GPU memory and the
+trainable parameters as JSON, on stdout and in ``$OUT/gpu_train.json`` when ``OUT`` is set.
+Random weights mean the rewards are not a result; the check is that the recipe runs, learns
+(the SFT loss falls) and fits.
 
     python bench/gpu_train.py            # on a GPU machine
     python bench/gpu_train.py --tiny     # a tiny config on the CPU, to check the script
@@ -28,64 +28,68 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_gemma import GEMMA3_1B, TINY, build_model, describe_run, emit  # noqa: E402
 
 
-def four_bit_config(dtype):
+def four_bit_config():
     """Notebook 07's 4-bit config on CUDA; on a CPU (the ``--tiny`` check) bitsandbytes' CPU
     kernels with float32 compute, which ``quantization_config`` declines."""
     import torch
     from transformers import BitsAndBytesConfig
 
-    from srelib.policies.hf_chat import quantization_config
+    from srelib.policies.hf_chat import quantization_config, resolve_dtype
 
     if torch.cuda.is_available():
-        return quantization_config(True, dtype)
+        return quantization_config(True, resolve_dtype("auto"))
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                               bnb_4bit_compute_dtype=torch.float32)
 
 
-def train(folder: str, tokenizer, rows: list[dict], four_bit: bool, args, scratch: Path) -> dict:
-    """LoRA SFT then LoRA GRPO from the model in ``folder``; what each logged and cost."""
+def train(folder: str, four_bit: bool, args, scratch: Path) -> dict:
+    """Notebook 07's GPU recipe from the model in ``folder``: LoRA SFT (``lora_warm_start``),
+    one episode played by the trained model (``lora_policy``), then GRPO on the same adapters;
+    what each logged and cost."""
     import torch
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM
 
-    from srelib.policies.hf_chat import resolve_dtype
+    from srelib.rollout import evaluate
     from srelib.training.grpo import grpo_train
-    from srelib.training.sft import sft_train
+    from srelib.training.lora import load_for_training, lora_policy, lora_warm_start
 
-    def load():
-        dtype = resolve_dtype("auto")
-        return AutoModelForCausalLM.from_pretrained(
-            folder, dtype=dtype, quantization_config=four_bit_config(dtype) if four_bit else None)
-
-    def lora():
-        return LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM")
-
-    result = {"four_bit": four_bit}
-    for stage in ("sft", "grpo"):
+    def measured(stage, work):
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
         started = time.perf_counter()
-        if stage == "sft":
-            trainer = sft_train(load(), tokenizer, rows, scratch / f"sft-{four_bit}",
-                                epochs=1, max_steps=args.sft_steps, learning_rate=2e-4,
-                                batch_size=4, max_length=2048, logging_steps=1,
-                                disable_tqdm=True, peft_config=lora())
-            losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-            result["sft"] = {"first_loss": losses[0], "last_loss": losses[-1]}
-        else:
-            trainer = grpo_train(load(), tokenizer, scratch / f"grpo-{four_bit}",
-                                 steps=args.grpo_steps, num_generations=4,
-                                 max_completion_length=256, max_turns=4, disable_tqdm=True,
-                                 peft_config=lora())
-            result["grpo"] = [{"step": h["step"], "reward": h["reward"], "kl": h["kl"],
-                               "parse_failure_rate": h["rewards/parse_failure_rate/mean"]}
-                              for h in trainer.state.log_history if "reward" in h]
+        trainer = work()
         result[f"{stage}_s"] = round(time.perf_counter() - started, 1)
         if torch.cuda.is_available():
             result[f"{stage}_peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
-        trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
-        result[f"{stage}_trainable_params"] = trainable
+        return trainer
+
+    result = {"four_bit": four_bit}
+    quantization = four_bit_config() if four_bit else None
+    model, tokenizer = load_for_training(folder, quantization=quantization)
+    sft = measured("sft", lambda: lora_warm_start(
+        model, tokenizer, scratch / f"sft-{four_bit}", seeds=range(1), pools=["C"],
+        max_steps=args.sft_steps, batch_size=2, gradient_accumulation_steps=1,
+        learning_rate=1e-3, logging_steps=1, disable_tqdm=True))
+    losses = [h["loss"] for h in sft.state.log_history if "loss" in h]
+    result["sft"] = {"first_loss": losses[0], "last_loss": losses[-1],
+                     "trainable_params": trainable(sft.model)}
+    played = measured("play", lambda: evaluate(
+        {"lora": lora_policy(sft.model, tokenizer, "lora")}, tasks=["memory_leak"],
+        pools=["C"], seeds=[1000], max_steps=3, progress=False))
+    result["play"] = {"steps": int(played["p1_steps"].sum() + played["p2_steps"].sum()),
+                      "ended_by": played["ended_by"].iloc[0]}
+    grpo = measured("grpo", lambda: grpo_train(
+        sft.model, tokenizer, scratch / f"grpo-{four_bit}", steps=args.grpo_steps,
+        num_generations=4, max_completion_length=1024, max_turns=4, disable_tqdm=True))
+    result["grpo"] = [{"step": h["step"], "reward": h["reward"], "kl": h["kl"],
+                       "parse_failure_rate": h["rewards/parse_failure_rate/mean"]}
+                      for h in grpo.state.log_history if "reward" in h]
+    result["grpo_trainable_params"] = trainable(grpo.model)
     return result
+
+
+def trainable(model) -> int:
+    """How many of ``model``'s parameters train."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -99,10 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
     from transformers import AutoTokenizer
 
     from srelib.policies.hf_chat import resolve_dtype
-    from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
     from srelib.tiny_model import tiny_chat_model
     from srelib.training.chat_format import use_tool_format
-    from srelib.training.sft import demonstrations
 
     started = time.perf_counter()
     cuda = torch.cuda.is_available()
@@ -117,14 +119,8 @@ def main(argv: list[str] | None = None) -> dict:
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         del model
-        rows = demonstrations(seeds=range(2), tasks=["memory_leak", "cascading_failure"],
-                              pools=["C"], prompt={"system": TOOL_SYSTEM_PROMPT,
-                                                   "obs_chars": 1200, "max_history": 40,
-                                                   "max_chars": 24000, "tool_turns": True})
-        runs = [train(folder, tokenizer, rows, four_bit, args, scratch)
-                for four_bit in (False, True)]
-    return emit({**describe_run(args.tiny, params, resolve_dtype("auto")),
-                 "demonstration_rows": len(rows), "runs": runs,
+        runs = [train(folder, four_bit, args, scratch) for four_bit in (False, True)]
+    return emit({**describe_run(args.tiny, params, resolve_dtype("auto")), "runs": runs,
                  "total_s": round(time.perf_counter() - started, 1)}, "gpu_train.json")
 
 

@@ -112,8 +112,9 @@ def test_gpu_script_runs_tiny_on_cpu(tmp_path, tiny_model_dir):
 
 
 def test_gpu_training_script_runs_tiny_on_cpu(tmp_path):
-    """The GPU recipe check (LoRA SFT then LoRA GRPO, unquantised and 4-bit) runs end to end
-    on a tiny config, so a lent GPU's few minutes are not spent on a broken script."""
+    """The GPU recipe check (LoRA SFT, an episode, then GRPO on the same adapters, unquantised
+    and 4-bit) runs end to end on a tiny config, so a lent GPU's few minutes are not spent on a
+    broken script."""
     pytest.importorskip("trl")
     pytest.importorskip("bitsandbytes")
     done = subprocess.run(
@@ -127,7 +128,8 @@ def test_gpu_training_script_runs_tiny_on_cpu(tmp_path):
     for run in summary["runs"]:
         assert run["sft"]["last_loss"] < run["sft"]["first_loss"]
         assert [log["step"] for log in run["grpo"]] == [1]
-        assert 0 < run["sft_trainable_params"] == run["grpo_trainable_params"] < summary["params"]
+        assert run["play"]["steps"] > 0
+        assert 0 < run["sft"]["trainable_params"] == run["grpo_trainable_params"] < summary["params"]
 
 
 def test_run_all_prints_one_table(tmp_path):

@@ -15,6 +15,9 @@ from typing import Any
 
 from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
 
+#: Characters of each observation in a rollout, unless the model's folder says otherwise.
+ROLLOUT_OBS_CHARS = 4000
+
 
 def parse_failure_rate(completions: list, environments: list, **_: Any) -> list[float]:
     """Per rollout, the share of the model's turns that were not a readable action: a reply
@@ -39,9 +42,9 @@ def rollout_prompt(model, obs_chars: int | None = None,
                    system_prompt: str | None = None) -> dict:
     """The chat-policy prompt settings of :func:`grpo_train`'s rollouts for ``model``: the
     given ones, else those a model folder was saved with (as by ``srelib agent train``), else
-    :data:`~srelib.policies.prompts.TOOL_SYSTEM_PROMPT` and 4000 characters per observation;
-    always in tool turns. A chat policy given them prompts a model as GRPO trained it. A folder
-    saved by an agent that answers in text raises ValueError."""
+    :data:`~srelib.policies.prompts.TOOL_SYSTEM_PROMPT` and :data:`ROLLOUT_OBS_CHARS` characters
+    per observation; always in tool turns. A chat policy given them prompts a model as GRPO
+    trained it. A folder saved by an agent that answers in text raises ValueError."""
     from srelib.policies.saved import saved_settings
 
     saved = saved_settings(model) if isinstance(model, str) else {}
@@ -49,7 +52,7 @@ def rollout_prompt(model, obs_chars: int | None = None,
         raise ValueError(f"{model} was trained to answer in JSON text, but GRPO's rollouts call "
                          "tools: start from a tool-calling agent (srelib agent train, without "
                          "--text)")
-    return {**saved, "obs_chars": obs_chars or saved.get("obs_chars", 4000),
+    return {**saved, "obs_chars": obs_chars or saved.get("obs_chars", ROLLOUT_OBS_CHARS),
             "system_prompt": system_prompt or saved.get("system_prompt", TOOL_SYSTEM_PROMPT),
             "tools": True}
 
