@@ -1,7 +1,8 @@
 # %% [markdown]
 # # 07 · Training an agent: SFT, then GRPO, and the scores before and after
 #
-# This notebook walks through srelib's two training stages on the incidents:
+# This notebook measures a model on the incidents, trains it in srelib's two stages and
+# measures it after each:
 #
 # 1. **Before**: the model before any training on incidents plays held-out seeds of the train
 #    tasks beside the `null` baseline.
