@@ -56,7 +56,7 @@ def lora_config(rank: int = 16):
 def lora_warm_start(model, tokenizer, output_dir, *, rank: int = 16,
                     seeds: Iterable[int] = range(24), pools: Sequence[str] = TRAIN_POOLS,
                     epochs: float = 1.0, learning_rate: float = 2e-4, batch_size: int = 1,
-                    gradient_accumulation_steps: int = 8, max_length: int = 8192,
+                    gradient_accumulation_steps: int = 4, max_length: int = 8192,
                     **config_overrides):
     """SFT of LoRA adapters of ``rank`` on ``model`` (the base weights stay as they are) over
     the scripted policies' best episodes on ``seeds`` x ``pools`` of the train tasks, each
