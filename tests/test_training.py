@@ -269,6 +269,37 @@ def test_sft_refuses_a_number_of_epochs_that_trains_nothing(tiny, tmp_path, epoc
                   rows, tmp_path, epochs=epochs)
 
 
+def test_sft_with_no_demonstrations_says_so(tiny, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from srelib.training.sft import sft_train
+
+    with pytest.raises(ValueError, match="no rows to learn from"):
+        sft_train(AutoModelForCausalLM.from_pretrained(tiny), AutoTokenizer.from_pretrained(tiny),
+                  [], tmp_path)
+
+
+@pytest.mark.parametrize("bad", [{"steps": 0}, {"steps": 1.5}, {"num_generations": 1},
+                                 {"prompts_per_step": 0}, {"max_completion_length": 0},
+                                 {"max_turns": 0}])
+def test_grpo_refuses_counts_that_train_nothing_before_loading_anything(tmp_path, bad):
+    """A GRPO run with no steps, no tool call or a group of one would load a model and then
+    fail inside TRL, or train on empty rollouts: it is refused first, naming the setting."""
+    from srelib.training.grpo import grpo_train
+
+    (name, value), = bad.items()
+    with pytest.raises(ValueError, match=f"{name} must be a whole number of at least"):
+        grpo_train(str(tmp_path / "no-model"), None, tmp_path, **bad)
+
+
+@pytest.mark.parametrize("rank", [0, -4, 2.5])
+def test_a_lora_rank_below_one_is_refused(rank):
+    from srelib.training.lora import lora_config
+
+    with pytest.raises(ValueError, match="LoRA rank must be a whole number"):
+        lora_config(rank)
+
+
 def test_an_episodes_turns_are_learnt_as_one_conversation():
     """With the whole history in every prompt, one episode is one SFT example: the last turn's
     tokens, with each turn's completion labelled exactly where its own row labels it."""

@@ -171,9 +171,10 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
                             logging_steps=10, train_sampling_strategy="group_by_length")
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     save_agent(target, trainer.model, tokenizer, settings)
+    loss = (f"loss {losses[0]:.2f} -> {losses[-1]:.2f}" if losses  # fewer steps than a log
+            else f"mean loss {trainer.state.log_history[-1]['train_loss']:.2f}")
     log(f"trained {sum(p.numel() for p in model.parameters()):,} parameters for {epochs:g} "
-        f"epochs in {time.perf_counter() - started:.0f} s (loss {losses[0]:.2f} -> "
-        f"{losses[-1]:.2f}); saved to {target}")
+        f"epochs in {time.perf_counter() - started:.0f} s ({loss}); saved to {target}")
     return str(target)
 
 

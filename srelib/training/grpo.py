@@ -83,6 +83,13 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
     from srelib.training.environment import IncidentToolEnv, TaskDistribution
     from srelib.training.labelled_positions import labelled_positions_only
 
+    counts = {"steps": (steps, 1), "num_generations": (num_generations, 2),
+              "prompts_per_step": (prompts_per_step, 1),
+              "max_completion_length": (max_completion_length, 1), "max_turns": (max_turns, 1)}
+    for name, (value, least) in counts.items():
+        if not (isinstance(value, int) and value >= least):
+            raise ValueError(f"{name} must be a whole number of at least {least}, got {value!r}"
+                             + (" (a GRPO group compares rollouts)" if least == 2 else ""))
     prompt = rollout_prompt(model, obs_chars, system_prompt)
     batch = num_generations * prompts_per_step
     config = GRPOConfig(

@@ -49,6 +49,9 @@ def lora_config(rank: int = 16):
     """LoRA adapters of ``rank`` on every linear layer, scaled by ``2 * rank``."""
     from peft import LoraConfig
 
+    if not (isinstance(rank, int) and rank >= 1):
+        raise ValueError(f"the LoRA rank must be a whole number of at least 1, got {rank!r}")
+
     return LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear",
                       task_type="CAUSAL_LM")
 

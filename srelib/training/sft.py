@@ -73,6 +73,9 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
 
     if not epochs > 0:
         raise ValueError(f"epochs must be more than 0, got {epochs}")
+    if not rows:
+        raise ValueError("no rows to learn from: the demonstrations gave none (too few seeds, "
+                         "or no episode reached the minimum score)")
     turns = [_turn_ids(r, tokenizer, tools) for r in rows]
     chains = _chains(turns) if conversations else [[t] for t in turns]
     longest = min(max_length, max_completion or max_length)
