@@ -256,6 +256,24 @@ def test_a_cpu_projects_only_the_labelled_positions_for_the_same_loss(tiny, monk
     torch.testing.assert_close(again[0], every[0])
 
 
+def test_overlapping_blocks_leave_trls_own_test_as_it_was():
+    """Two trainings whose blocks overlap (threads, or a GRPO inside an SFT loop): the CPU stays
+    on the compact path until the last block closes, and TRL's own test is then restored."""
+    import torch
+    import trl.trainer.utils as trl_utils
+
+    from srelib.training.labelled_positions import labelled_positions_only
+
+    original, cpu = trl_utils._use_triton, torch.device("cpu")
+    first, second = labelled_positions_only(), labelled_positions_only()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert trl_utils._use_triton(cpu)
+    second.__exit__(None, None, None)
+    assert trl_utils._use_triton is original and not original(cpu)
+
+
 @pytest.mark.parametrize("epochs", [0, -1.0, float("nan")])
 def test_sft_refuses_a_number_of_epochs_that_trains_nothing(tiny, tmp_path, epochs):
     from transformers import AutoModelForCausalLM, AutoTokenizer

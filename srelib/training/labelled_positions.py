@@ -11,20 +11,34 @@ that no longer has that test, training runs as TRL does it, only slower.
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
+
+_lock = threading.Lock()
+_holders = 0  # blocks open now, in any thread; the last one out restores TRL's test
+_trl_test = None
 
 
 @contextmanager
 def labelled_positions_only():
-    """Within the block, TRL's fused LM head on a CPU projects only the labelled positions."""
+    """Within the block, TRL's fused LM head on a CPU projects only the labelled positions.
+    Blocks may nest or overlap across threads: TRL's own test is back once every one has
+    closed."""
+    global _holders, _trl_test
     import trl.trainer.utils as trl_utils
 
-    compact_on = getattr(trl_utils, "_use_triton", None)  # TRL's "score labelled positions only"
-    if compact_on is None:
+    if getattr(trl_utils, "_use_triton", None) is None:  # TRL's "labelled positions only"
         yield
         return
-    trl_utils._use_triton = lambda device: device.type == "cpu" or compact_on(device)
+    with _lock:
+        if _holders == 0:
+            _trl_test = compact_on = trl_utils._use_triton
+            trl_utils._use_triton = lambda device: device.type == "cpu" or compact_on(device)
+        _holders += 1
     try:
         yield
     finally:
-        trl_utils._use_triton = compact_on
+        with _lock:
+            _holders -= 1
+            if _holders == 0:
+                trl_utils._use_triton = _trl_test
