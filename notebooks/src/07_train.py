@@ -35,6 +35,7 @@ SEEDS = [1000, 1001]               # held-out seeds for before/after (SFT used s
 TASKS = ["memory_leak", "cascading_failure", "circuit_breaker_noop"]  # or "all"
 MAX_STEPS = 12                     # model calls per episode at most
 GRPO_STEPS = 2                     # optimiser steps of GRPO
+GRPO_GENERATIONS = 2               # rollouts per incident, a GRPO group (8 on a GPU, if it fits)
 GRPO_COMPLETION_TOKENS = None      # tokens per rollout, tool results in (None: CPU 1024, GPU 4096)
 GRPO_TURNS = None                  # tool calls per rollout at most (None: CPU 3, GPU 20)
 
@@ -200,8 +201,9 @@ else:
     tokenizer = use_tool_format(AutoTokenizer.from_pretrained(agent_dir))
 with quietly():
     trainer = grpo_train(start, tokenizer, tempfile.mkdtemp(prefix="srelib-grpo-"),
-                         steps=GRPO_STEPS, max_completion_length=GRPO_COMPLETION_TOKENS,
-                         max_turns=GRPO_TURNS, disable_tqdm=True)
+                         steps=GRPO_STEPS, num_generations=GRPO_GENERATIONS,
+                         max_completion_length=GRPO_COMPLETION_TOKENS, max_turns=GRPO_TURNS,
+                         disable_tqdm=True)
 print(f"{GRPO_STEPS} GRPO steps from the SFT agent, "
       f"{trainer.args.num_generations} rollouts per incident")
 
@@ -245,5 +247,6 @@ final = pd.concat([after["frame"], grpo_after["frame"].query("policy == 'agent+G
 display(Markdown(to_markdown(summary_table(final)[["agent", "agent+GRPO", "null"]])))
 
 # %% [markdown]
-# **At scale.** On a GPU, raise `GRPO_STEPS` (hundreds), `SFT_SEEDS` and the held-out `SEEDS`;
-# `trainer.model` holds the LoRA adapters, and `trainer.save_model(folder)` keeps them.
+# **At scale.** On a GPU, raise `GRPO_STEPS` (hundreds), `GRPO_GENERATIONS`, `SFT_SEEDS` and the
+# held-out `SEEDS`; `trainer.model` holds the LoRA adapters, and `trainer.save_model(folder)`
+# keeps them.
