@@ -30,9 +30,9 @@ def gpu_branch_code(model_folder: str) -> str:
         code.append("\n".join(line for line in source.splitlines()
                               if not line.startswith("%")))
         if "parameters" in cell.get("metadata", {}).get("tags", []):
-            code.append(f"MODEL_ID = {model_folder!r}\nSFT_SEEDS = 1\nSEEDS = [1000]\n"
-                        "TASKS = ['memory_leak']\nMAX_STEPS = 3\nGRPO_STEPS = 1\n"
-                        "GRPO_COMPLETION_TOKENS = 64\nGRPO_TURNS = 2")
+            code.append(f"MODEL_ID = {model_folder!r}\nSFT_SEEDS = 1\nSFT_EPOCHS = 0.25\n"
+                        "SEEDS = [1000]\nTASKS = ['memory_leak']\nMAX_STEPS = 3\n"
+                        "GRPO_STEPS = 1\nGRPO_COMPLETION_TOKENS = 64\nGRPO_TURNS = 2")
     script = "\n\n".join(code)
     for needed, stand_in in STAND_INS.items():
         assert needed in script, f"notebook 07 no longer has {needed!r}; update this test"
