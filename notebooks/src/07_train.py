@@ -161,7 +161,7 @@ after = measure_agent(agent, seeds=SEEDS, tasks=TASKS, max_steps=MAX_STEPS)
 frame = pd.concat([before, after["frame"]], ignore_index=True)
 order = [untrained.name, "agent", "null"]
 print(f"agent: {after['parse_failure_rate']:.0%} of its replies were not a readable action")
-print(f"{len(frame)} episodes: {len(TASKS)} tasks x {len(TRAIN_POOLS)} pools x "
+print(f"{len(frame)} episodes: {frame['task'].nunique()} tasks x {len(TRAIN_POOLS)} pools x "
       f"{len(SEEDS)} seeds for each of {len(order)} policies")
 
 # %%
