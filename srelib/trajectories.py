@@ -78,7 +78,6 @@ def to_dataset(episodes: Iterable[Any], **transcript_options):
     return Dataset.from_list(rows) if rows else Dataset.from_dict({f: [] for f in ROW_FIELDS})
 
 
-
 def write_jsonl(episodes: Iterable[Any], path: str | os.PathLike, **transcript_options) -> int:
     """Write one JSON line per agent turn; returns how many were written."""
     count = 0

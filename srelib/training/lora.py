@@ -51,7 +51,6 @@ def lora_config(rank: int = 16):
 
     if not (isinstance(rank, int) and rank >= 1):
         raise ValueError(f"the LoRA rank must be a whole number of at least 1, got {rank!r}")
-
     return LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear",
                       task_type="CAUSAL_LM")
 
