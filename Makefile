@@ -8,11 +8,8 @@ DEMO_STAMP := $(VENV)/.demo-installed
 # torch is pinned here, in the same pip command as transformers, so pip takes the local CPU
 # wheel; the package itself never pins torch (Colab and Runpod bring their own).
 TEST_PINS := torch==2.13.0 transformers==5.24.0
-# the small agent SFT makes from the scripted policies; notebooks 04, 05 and 07 use it when
-# present (the folder srelib.training.agent.default_agent_dir names)
-export SRELIB_AGENT_DIR ?= $(HOME)/.cache/srelib/agent-v3
 
-.PHONY: setup test demo lab bench clean agent
+.PHONY: setup test test-fast test-cpus demo lab bench clean agent outputs
 
 $(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
@@ -28,10 +25,11 @@ $(DEMO_STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-$(SRELIB_AGENT_DIR)/srelib_prompt.json: | $(STAMP)
-	$(BIN)/python -m srelib agent train --out $(SRELIB_AGENT_DIR)
-
-agent: $(SRELIB_AGENT_DIR)/srelib_prompt.json
+# the small agent SFT makes from the scripted policies, which notebooks 04, 05 and 07 use: its
+# folder is keyed by what made it (srelib's files, torch and transformers, the CPU kernel
+# level), so it is trained again after any change and never taken from another checkout
+agent: $(STAMP)
+	$(BIN)/python -m srelib agent train --if-missing
 
 test: $(STAMP) agent
 	$(BIN)/python -m pytest -q tests
@@ -39,6 +37,10 @@ test: $(STAMP) agent
 
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m srelib demo --out results
+
+# remake every committed output (the executed notebooks and results/) on this machine class
+outputs: $(STAMP) agent
+	$(BIN)/python tools/remake_outputs.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks

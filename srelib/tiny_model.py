@@ -149,8 +149,17 @@ TINY_PROMPT_LIMITS = {"max_history": 1, "obs_chars": 1000}
 
 
 def default_model_dir() -> Path:
-    """Where :func:`tiny_chat_model` builds by default: one folder per machine, reused."""
-    return Path(tempfile.gettempdir()) / "srelib-tiny-chat-model"
+    """Where :func:`tiny_chat_model` builds by default, reused: one folder per version of this
+    module and machine class (CPU kernel level, torch, transformers), since its few training
+    steps give other weights on another processor, and a folder built by other code must not
+    be taken."""
+    import hashlib
+
+    from srelib.provenance import digest, machine_class
+
+    source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    key = digest({"source": source, **machine_class()})
+    return Path(tempfile.gettempdir()) / f"srelib-tiny-chat-model-{key}"
 
 
 def tiny_chat_model(path: str | os.PathLike | None = None, *, train_steps: int = 150,
@@ -164,12 +173,16 @@ def tiny_chat_model(path: str | os.PathLike | None = None, *, train_steps: int =
     target = Path(path) if path is not None else default_model_dir()
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
         return str(target)
+    from srelib.saving import save_folder
+
     tokenizer = chat_tokenizer(_corpus(), vocab_size)
     model = _build_model(tokenizer, train_steps)
-    target.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(target)
-    _save_quietly(model, target)
-    return str(target)
+
+    def write(folder: Path) -> None:
+        tokenizer.save_pretrained(folder)
+        _save_quietly(model, folder)
+
+    return str(save_folder(target, write))
 
 
 def _save_quietly(model, target: Path) -> None:

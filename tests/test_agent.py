@@ -1,7 +1,7 @@
 """The small agent: SFT on scripted demonstrations makes a model that acts, and acts usefully.
 
-The agent ``make agent`` saved is measured when it is there (``SRELIB_AGENT_DIR`` or
-``~/.cache/srelib/agent-v3``); otherwise it is trained here first, into a temporary folder.
+The agent ``make agent`` saved for this checkout and machine class is measured when it is there
+(``default_agent_dir``); otherwise it is trained here first, into a temporary folder.
 """
 
 import json

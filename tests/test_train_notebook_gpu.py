@@ -47,7 +47,7 @@ def test_the_gpu_branch_of_notebook_07_runs_top_to_bottom(tmp_path, monkeypatch,
     from srelib.tiny_model import tiny_chat_model
 
     matplotlib.use("Agg")
-    monkeypatch.setenv("SRELIB_AGENT_DIR", str(tmp_path / "no-agent"))  # the GPU path needs none
+    monkeypatch.setenv("SRELIB_AGENT_HOME", str(tmp_path / "no-agent"))  # the GPU path needs none
     model = str(tiny_chat_model(tmp_path / "model"))
     namespace: dict = {}
     exec(compile(gpu_branch_code(model), str(NOTEBOOK), "exec"), namespace)

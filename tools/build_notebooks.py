@@ -11,7 +11,9 @@ requirements, from the repository, a wheel or a folder (see `install_cell`).
 
 The repository is set in one place, `[project.urls] Repository` in pyproject.toml: the build
 stamps it into every notebook's Colab badge and install cell, and into the README's Colab
-links. Outputs are stored executed, as nbval compares them.
+links. Outputs are stored executed, as nbval compares them, and each notebook's metadata says
+which machine class made them (``srelib.made_by``: CPU kernel level, torch, transformers).
+`make outputs` runs this and remakes ``results/`` too.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+from srelib.provenance import machine_class
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "notebooks" / "src"
@@ -126,6 +130,7 @@ def build(src: Path, repo_url: str) -> Path:
         parse_cells(src.read_text(), repo_url)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(OUT)}}).execute()
+    nb.metadata["srelib"] = {"made_by": machine_class()}  # which machine class made the outputs
     for cell in nb.cells:  # stable ids keep diffs small
         cell.pop("id", None)
         cell.metadata.pop("execution", None)

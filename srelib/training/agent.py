@@ -12,12 +12,17 @@ so :func:`srelib.training.grpo.grpo_train` starts from its folder. Turns whose a
 long for the agent to write (a patch's diff) are not learnt, so in phase 2 it explores and
 declares, it does not patch.
 
-:func:`default_agent_dir` is where ``make agent`` saves it and where the notebooks look
-(``SRELIB_AGENT_DIR`` overrides it); :func:`find_agent` says whether one is there.
+:func:`default_agent_dir` is where ``make agent`` saves it and where the notebooks look: a
+folder named by :func:`agent_key`, a digest of what made the agent (srelib's code and data, the
+training options, the library versions and the CPU kernel level), so an agent saved by another
+checkout or on another machine class is never picked up; :func:`find_agent` says whether one
+is there.
 """
 
 from __future__ import annotations
 
+import inspect
+import json
 import os
 import time
 from pathlib import Path
@@ -42,13 +47,41 @@ TRAIN_POOLS = ("A", "C")
 MIN_SCORE = 0.9
 
 
-def default_agent_dir() -> Path:
-    """``$SRELIB_AGENT_DIR``, else ``~/.cache/srelib/agent-v3`` (v3: the tool-calling agent
-    trained with the loss on the labelled positions only, whose weights the notebooks' stored
-    outputs come from; agents saved by older versions, under ``agent`` or ``agent-v2``, are
-    not picked up)."""
-    configured = os.environ.get("SRELIB_AGENT_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "srelib" / "agent-v3"
+#: Where agents are kept, one folder per :func:`agent_key` (``SRELIB_AGENT_HOME`` overrides it).
+AGENT_HOME = Path.home() / ".cache" / "srelib" / "agents"
+#: The record of what made an agent, saved in its folder.
+PROVENANCE_FILE = "srelib_provenance.json"
+
+
+def training_options(**given) -> dict:
+    """:func:`train_agent`'s keyword options, its defaults filled in, as JSON values."""
+    defaults = {name: p.default for name, p in inspect.signature(train_agent).parameters.items()
+                if p.kind is p.KEYWORD_ONLY and name != "log"}
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown training options {unknown}; valid: {sorted(defaults)}")
+    options = {**defaults, **given}
+    return {name: list(value) if isinstance(value, (range, tuple, list)) else value
+            for name, value in options.items()}
+
+
+def agent_key(**options) -> str:
+    """The key of the agent :func:`train_agent` makes with ``options`` on this machine: a digest
+    of srelib's files (the code and data that play the demonstrations and train on them), the
+    options, and :func:`~srelib.provenance.machine_class` (CPU kernel level, torch and
+    transformers versions), since each of them changes the weights."""
+    from srelib.provenance import digest, machine_class, source_digest
+
+    return digest({"source": source_digest(), "options": training_options(**options),
+                   **machine_class()})
+
+
+def default_agent_dir(**options) -> Path:
+    """``$SRELIB_AGENT_HOME/agent-KEY`` (default home :data:`AGENT_HOME`), ``KEY`` being
+    :func:`agent_key` of ``options``: where ``make agent`` saves the agent of this checkout
+    and machine class, and where the notebooks look for it."""
+    home = Path(os.environ.get("SRELIB_AGENT_HOME") or AGENT_HOME)
+    return home / f"agent-{agent_key(**options)}"
 
 
 def find_agent(path: str | os.PathLike | None = None) -> str | None:
@@ -147,15 +180,21 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
     conversation of a GRPO rollout, so :func:`srelib.training.grpo.grpo_train` can start from
     it), and each episode is learnt as one conversation; else with JSON text, prompted with
     :data:`AGENT_PROMPT`. ``log`` gets progress lines."""
+    options = training_options(**{name: value for name, value in locals().items()
+                                  if name not in ("out", "log")})
     import tempfile
 
     from srelib.policies.tools import tool_definitions
+    from srelib.provenance import data_digest, machine_class, source_digest
     from srelib.training.sft import sft_train
 
     started = time.perf_counter()
-    target = Path(out) if out is not None else default_agent_dir()
+    key = agent_key(**options)
+    target = Path(out) if out is not None else default_agent_dir(**options)
     settings = dict(TOOL_AGENT_PROMPT if tools else AGENT_PROMPT)
     rows = agent_rows(seeds, pools, settings)
+    provenance = {"key": key, "source": source_digest(), "data": data_digest(rows),
+                  "options": options, **machine_class()}
     tool_list = tool_definitions() if tools else None
     tokenizer = agent_tokenizer(rows, vocab_size, tool_list)
     log(f"{len(rows)} demonstration turns (an action longer than {settings['max_new_tokens']} "
@@ -170,7 +209,7 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
                             seed=seed, disable_tqdm=True,
                             logging_steps=10, train_sampling_strategy="group_by_length")
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    save_agent(target, trainer.model, tokenizer, settings)
+    save_agent(target, trainer.model, tokenizer, settings, provenance)
     loss = (f"loss {losses[0]:.2f} -> {losses[-1]:.2f}" if losses  # fewer steps than a log
             else f"mean loss {trainer.state.log_history[-1]['train_loss']:.2f}")
     log(f"trained {sum(p.numel() for p in model.parameters()):,} parameters for {epochs:g} "
@@ -178,15 +217,23 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
     return str(target)
 
 
-def save_agent(folder: str | os.PathLike, model, tokenizer, settings: dict) -> str:
-    """Save ``model``, ``tokenizer`` and their prompt ``settings`` to ``folder``, where
-    :func:`agent_policy` and :func:`find_agent` read them; returns the folder."""
+def save_agent(folder: str | os.PathLike, model, tokenizer, settings: dict,
+               provenance: dict | None = None) -> str:
+    """Save ``model``, ``tokenizer``, their prompt ``settings`` and the ``provenance`` record
+    (:data:`PROVENANCE_FILE`) to ``folder``, where :func:`agent_policy` and :func:`find_agent`
+    read them; returns the folder. A new folder appears whole or not at all, so an interrupted
+    save never leaves an agent that :func:`find_agent` would take."""
     from srelib.policies.saved import save_settings
+    from srelib.saving import save_folder
 
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(folder)
-    model.save_pretrained(folder)
-    save_settings(folder, settings)
+    def write(scratch: Path) -> None:
+        tokenizer.save_pretrained(scratch)
+        model.save_pretrained(scratch)
+        save_settings(scratch, settings)
+        if provenance is not None:
+            (scratch / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=1, sort_keys=True))
+
+    save_folder(folder, write)
     return str(folder)
 
 
