@@ -177,9 +177,10 @@ class RunStore:
             self._catch_up()
 
     def write_config(self, config: dict[str, Any]) -> None:
-        """Write ``run.json``: the config with secrets redacted, package versions, git revision
-        and the isolation level patch grading ran under (kept on resume)."""
-        from srelib.env.sandbox import isolation_level
+        """Write ``run.json``: the config with secrets redacted, package versions, git revision,
+        the isolation level patch grading ran under, the sandbox mode (``"unsafe"``: opted in to a
+        weak level) and whether its verdicts are ``verified`` (kept on resume)."""
+        from srelib.env.sandbox import HOLDING_LEVELS, isolation_level, sandbox_mode
         from srelib.redact import redact
 
         run_file = self.path / RUN_FILE
@@ -188,7 +189,9 @@ class RunStore:
             now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             record = {"config": redact(json.loads(json.dumps(config, default=str))),
                       "versions": package_versions(), "git": git_revision(),
-                      "isolation": isolation_level(), "created": previous.get("created", now),
+                      "isolation": isolation_level(), "sandbox": sandbox_mode(),
+                      "verified": isolation_level() in HOLDING_LEVELS,
+                      "created": previous.get("created", now),
                       "started": [*previous.get("started", []), now]}
             _replace(run_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
 

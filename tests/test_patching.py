@@ -50,7 +50,8 @@ def test_reference_fix_resolves_and_an_empty_patch_does_not():
     good = grade_patch(REPO, TASK, _fix())
     assert good["patch_applied"] and good["resolved"] == "full" and not good["timed_out"]
     assert set(good) == {"patch_applied", "apply_error", "tests_touched", "FAIL_TO_PASS",
-                         "PASS_TO_PASS", "resolved", "timed_out", "isolation"}
+                         "PASS_TO_PASS", "resolved", "timed_out", "isolation", "verified"}
+    assert good["verified"] and good["isolation"] in sandbox.HOLDING_LEVELS
     empty = grade_patch(REPO, TASK, "")
     assert not empty["patch_applied"] and empty["resolved"] == "no" and empty["apply_error"]
     assert not any(empty["FAIL_TO_PASS"].values())

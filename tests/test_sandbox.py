@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,21 +24,18 @@ from srelib.env.scenarios import DATA_DIR
 
 HERE = sandbox.available_levels()
 FIX_FILE = DATA_DIR / "memory_leak" / "fix" / "orders" / "handlers" / "batch.py"
+CHECKOUT = Path(sandbox.__file__).resolve().parents[2]  # srelib's source tree, with its .git
 SENTINEL = "sk-sentinel-" + uuid.uuid4().hex
 
 # What gets through at each fallback level: the reason each probe is skipped there. A probe not
 # listed for a level is blocked at that level too.
 ESCAPES = {
-    "unshare": {
-        "outside": "world-writable folders such as /tmp take files and fifos",
-        "quota": "only RLIMIT_FSIZE: no total quota on the scratch folder",
-        "secrets": None if os.geteuid() == 0 else "the command may read whatever the caller may",
-    },
     "uid-drop": {
         "network": "the network is shared: loopback, IPv6 and abstract sockets are reachable",
         "setsid": "a setsid child leaves the process group and outlives the run",
         "outside": "world-writable folders such as /tmp take files and fifos",
         "secrets": "the reference fixes are readable by any uid that can read srelib",
+        "neighbour": "every grade's scratch belongs to the same sandbox uid",
         "race": "only the runner's audit hook guards the reference fixes; a thread race gets past it",
         "quota": "only RLIMIT_FSIZE: no total quota on the scratch folder",
     },
@@ -47,6 +45,7 @@ ESCAPES = {
         "setsid": "a setsid child leaves the process group and outlives the run",
         "outside": "the command may write wherever the caller may",
         "secrets": "the command may read whatever the caller may",
+        "neighbour": "the command may read and write whatever the caller may",
         "race": "only the runner's audit hook guards the reference fixes; a thread race gets past it",
         "quota": "only RLIMIT_FSIZE: no total quota on the scratch folder",
         "signal": "the command runs as the caller and may signal the caller's processes",
@@ -359,7 +358,7 @@ for path in p["paths"]:
         if os.path.isdir(path):
             os.listdir(path)
         else:
-            open(path, "rb").read()
+            os.close(os.open(path, os.O_RDONLY))  # /proc/<pid>/mem opens only with ptrace rights
         read.append(path)
     except OSError:
         pass
@@ -367,12 +366,41 @@ print(json.dumps({"read": read}))
 """
 
 
+def _fix_holder() -> subprocess.Popen:
+    """A process of the caller's holding the reference fix open, as a grader may."""
+    return subprocess.Popen([sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); "
+                             "time.sleep(30)", str(FIX_FILE)])
+
+
 def test_reference_fixes_hidden_tests_and_home_are_unreadable(scratch, level):
+    """Directly, through the checkout's git objects, and through a process of the caller's that
+    holds the fix open (its /proc root, cwd, fds and memory)."""
     _escapes_at(level, "secrets")
-    paths = [str(FIX_FILE), str(DATA_DIR), str(REPO_DATA), str(REPO_DATA / "orders_batch" / "hidden_tests"),
-             str(Path.home()), str(Path.home() / ".ssh"), "/etc/shadow", "/root"]
-    seen = _run(level, SECRETS, scratch, {"paths": paths})
+    holder = _fix_holder()
+    try:
+        time.sleep(0.2)
+        proc = f"/proc/{holder.pid}"
+        fds = [f"{proc}/fd/{fd}" for fd in os.listdir(f"{proc}/fd")]
+        paths = [str(FIX_FILE), str(DATA_DIR), str(REPO_DATA), str(REPO_DATA / "orders_batch" / "hidden_tests"),
+                 str(Path.home()), str(Path.home() / ".ssh"), "/etc/shadow", "/root",
+                 str(CHECKOUT / ".git"), f"{proc}/root{FIX_FILE}", f"{proc}/cwd", f"{proc}/mem", *fds]
+        seen = _run(level, SECRETS, scratch, {"paths": paths})
+    finally:
+        holder.kill()
+        holder.wait()
     assert seen["read"] == []
+
+
+def test_a_concurrent_grades_scratch_is_out_of_reach(scratch, level):
+    _escapes_at(level, "neighbour")
+    with tempfile.TemporaryDirectory(prefix="srelib-grade-") as other:
+        Path(other, "repo.py").write_text("x = 1\n")
+        if sandbox.sandbox_uid() is not None:  # as a running grade hands its scratch over
+            sandbox._hand_over(Path(other), sandbox.sandbox_uid())
+        seen = _run(level, SECRETS, scratch, {"paths": [other, f"{other}/repo.py"]})
+        _run(level, OUTSIDE, scratch, {"targets": [[other, "planted"]]})
+        planted = sorted(p.name for p in Path(other).iterdir())
+    assert seen["read"] == [] and planted == ["repo.py"]
 
 
 QUOTA = """
@@ -499,3 +527,61 @@ def test_a_thread_race_on_the_audit_hook_still_cannot_read_the_reference_fix():
     )
     result = grade_patch("orders_batch", "memory_leak", _guarded_fix(race, "LEAK"))
     assert result["patch_applied"] and result["resolved"] != "full", "the reference fix was read"
+
+
+def _fix_copying_patch(sources: list[str], extra: dict[str, str] | None = None) -> str:
+    """A patch that fixes nothing itself: at import, a fresh interpreter started through
+    ``_posixsubprocess`` (unseen by the runner's audit hook) reads the reference fix from the
+    first of ``sources`` it can (a path, or ``git:<checkout>``), and the module copies it over
+    itself and runs it. ``extra``: more files the patch adds."""
+    tree = dict(load_repo("orders_batch").tree)
+    reader = ("import subprocess, sys\n"
+              f"for source in {sources!r}:\n"
+              "    try:\n"
+              "        if source.startswith('git:'):\n"
+              "            sys.stdout.write(subprocess.run(['git', '--git-dir', source[4:] + '/.git', 'show',\n"
+              f"                'HEAD:{FIX_FILE.relative_to(CHECKOUT).as_posix()}'], capture_output=True,\n"
+              "                text=True).stdout)\n"
+              "        else:\n"
+              "            sys.stdout.write(open(source).read())\n"
+              "        break\n"
+              "    except Exception:\n"
+              "        pass\n")
+    prelude = UNHOOKED + f"FOUND = _unhooked({reader!r})\n"
+    copier = ("\nif b'class BatchProcessor' in FOUND:\n"
+              "    open(__file__, 'wb').write(FOUND)\n"
+              "    exec(compile(FOUND, __file__, 'exec'), globals())\n")
+    text = tree[BATCH].replace("from __future__ import annotations\n",
+                               "from __future__ import annotations\n" + prelude, 1) + copier
+    return unified_diff(tree, {**tree, BATCH: text, **(extra or {})})
+
+
+ATTACK_SOURCES = [str(FIX_FILE), f"git:{CHECKOUT}", f"/proc/1/root{FIX_FILE}"]
+
+
+@pytest.mark.parametrize("attacked", sandbox.LEVELS)
+def test_the_fix_copying_patch_scores_nothing_or_is_refused_at_every_level(attacked, monkeypatch):
+    """Grading at ``attacked`` as if it were this machine's strongest level: a level that holds
+    keeps the fix out of reach (and the control, with a copy inside the workspace, proves the
+    attack works); a weaker one refuses to grade, or grades unverified when opted in."""
+    from srelib.env.grading import repair_credit
+
+    if attacked not in HERE:
+        pytest.skip(f"isolation level {attacked!r} cannot run on this machine")
+    monkeypatch.setattr(sandbox, "available_levels", lambda: HERE[HERE.index(attacked):])
+    monkeypatch.delenv(sandbox.SANDBOX_ENV, raising=False)
+    attack = _fix_copying_patch(ATTACK_SOURCES)
+    if attacked not in sandbox.HOLDING_LEVELS:
+        with pytest.raises(sandbox.SandboxRefused, match="apt-get install bubblewrap"):
+            grade_patch("orders_batch", "memory_leak", attack)
+        monkeypatch.setenv(sandbox.SANDBOX_ENV, "unsafe")
+        result = grade_patch("orders_batch", "memory_leak", attack)
+        assert result["isolation"] == attacked and result["verified"] is False
+        return
+    result = grade_patch("orders_batch", "memory_leak", attack)
+    assert result["patch_applied"] and result["isolation"] == attacked and result["verified"]
+    assert result["resolved"] == "no" and repair_credit(result) == 0, "the reference fix was copied"
+    copy = {"orders/fix_copy.txt": FIX_FILE.read_text()}
+    control = grade_patch("orders_batch", "memory_leak",
+                          _fix_copying_patch(["orders/fix_copy.txt", *ATTACK_SOURCES], copy))
+    assert control["resolved"] == "full", "the attack itself must work where the fix is in reach"

@@ -227,6 +227,8 @@ def _leak():
         if _leak_os.path.basename(where).startswith("test_"):
             places.add(_leak_os.path.dirname(where))
         emit = emit or frame.f_locals.get("emit") or frame.f_globals.get("emit")
+        if isinstance(frame.f_locals.get("source"), str):  # the runner's copy, in memory
+            seen["memory:" + str(frame.f_locals.get("name"))] = frame.f_locals["source"]
         frame = frame.f_back
     for place in places:
         try:
@@ -245,7 +247,8 @@ _leak()
 
 
 def test_expected_values_never_enter_the_sandbox():
-    """Patched code that reads everything it can reach finds the probes, never the checks."""
+    """Patched code that reads everything it can reach finds the probes, in the runner's memory
+    and never on disk, and never the checks."""
     repo_name, task = "orders_batch", "memory_leak"
     repo = load_repo(repo_name)
     checks_dir = REPO_DATA / repo_name / "hidden_tests" / "checks"
@@ -255,8 +258,10 @@ def test_expected_values_never_enter_the_sandbox():
     seen, _ = observe(repo_name, task, _patched_tree(repo_name, unified_diff(tree, leaky)))
     dump = seen["leak"].value
     texts = "\n".join(dump.values())
-    assert any(text == repo.hidden_tests["test_batch_cache.py"] for text in dump.values()), \
+    assert dump["memory:test_batch_cache.py"] == repo.hidden_tests["test_batch_cache.py"], \
         "the walk must reach the probes, or it proves nothing"
+    on_disk = [text for path, text in dump.items() if not path.startswith("memory:")]
+    assert on_disk and not set(on_disk) & set(repo.hidden_tests.values()), "a probe lies on disk"
     for check_text in repo.checks.values():
         assert check_text not in texts
     for path in extra:

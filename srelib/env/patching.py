@@ -19,20 +19,26 @@ observations in this process and reports the outcome:
    :func:`srelib.env.sandbox.run_isolated`: at best bubblewrap namespaces (no network, no view
    of the machine, a disk quota, the whole tree killed at the end), always a minimal
    environment (no API keys, tokens, ``OPENAI_*`` or ``HF_*``), resource limits, a wall
-   timeout and, when started as root, uid 65534. ``isolation`` in the result names the level.
+   timeout and, when started as root, uid 65534. ``isolation`` in the result names the level
+   and ``verified`` says whether it holds: grading runs only at a level of
+   :data:`~srelib.env.sandbox.HOLDING_LEVELS` and otherwise raises
+   :class:`~srelib.env.sandbox.SandboxRefused`, unless ``SRELIB_SANDBOX=unsafe`` opts in to a
+   weaker one (``verified`` False).
 4. **Judge and report** (:mod:`srelib.env.verdicts`): each test's check runs here on its
    probe's observation; ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` map test id to passed, and
    ``resolved`` follows SWE-bench: ``"full"`` when every FAIL_TO_PASS and PASS_TO_PASS test
    passes, ``"partial"`` when some but not all FAIL_TO_PASS pass and every PASS_TO_PASS passes,
-   else ``"no"``. Results are memoised per (repository, test ids, normalised diff, timeout).
+   else ``"no"``. Results are memoised per (repository, test ids, normalised diff, timeout,
+   level), the least recently used dropped beyond ``MEMO_BYTES``.
 
 Hidden-test semantics (what a repository author relies on): each ``hidden_tests/probes/<file>.py``
-is imported as a module with the patched repository root as cwd and first on ``sys.path``;
-every top-level ``probe_<name>`` function is called with no arguments, in name order, and what
-it returns, raises and prints is its observation. ``hidden_tests/checks/<file>.py`` holds
-``test_<name>(seen)``, which judges that observation in the grader and never enters the
-sandbox. A test id is ``"<file>::test_<name>"``; an id with no observation (import error,
-crash, timeout, reported twice) fails. Probes use the standard library only and must not start
+is run as a module (its source reaches the sandbox on stdin, never as a file) with the patched
+repository root as cwd and first on ``sys.path``; every top-level ``probe_<name>`` function is
+called with no arguments, in name order, and what it returns, raises and prints is its
+observation. ``hidden_tests/checks/<file>.py`` holds ``test_<name>(seen)``, which judges that
+observation in the grader and never enters the sandbox. A test id is
+``"<file>::test_<name>"``; an id with no observation (import error, crash, timeout, reported
+twice) fails. Probes use the standard library only and must not start
 processes, open sockets, use ctypes or write outside the repository copy (the runner's audit
 hook refuses these); each has ``PER_TEST_S`` seconds.
 
@@ -53,11 +59,12 @@ import secrets
 import subprocess
 import sys
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping
 
 from srelib.env.repos import Repo, load_repo
-from srelib.env.sandbox import isolation_level, minimal_env, python, run_isolated
+from srelib.env.sandbox import grading_level, minimal_env, python, run_isolated
 from srelib.env.verdicts import Observation, collect, resolution, verdicts
 from srelib.env.workspace import check_path
 
@@ -66,7 +73,8 @@ PER_TEST_S = 5.0
 _RUNNER = Path(__file__).with_name("sandbox_runner.py")
 _TEST_PATH = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)(^```|\Z)", re.S | re.M)
-_CACHE: dict[tuple, dict] = {}
+MEMO_BYTES = 8 << 20  # the grade memo's bound: diffs and results, in bytes of text
+_MEMO: OrderedDict[tuple, tuple[dict, int]] = OrderedDict()  # key -> (result, size), oldest first
 
 
 def is_test_path(path: str) -> bool:
@@ -176,18 +184,17 @@ def _shadowing(repo_dir: Path, tree: Mapping[str, str]) -> str | None:
     return None
 
 
-def _run_sandboxed(root: Path, repo_dir: Path, tests: dict[str, str],
-                   timeout_s: float) -> tuple[dict[str, Any], bool]:
-    """Run the hidden tests' probes against ``repo_dir`` in the sandbox (scratch = ``root``):
-    ``({test id: Observation}, timed_out)``. The sandbox applies the limits and the uid drop."""
-    tests_dir = root / "hidden_tests"
-    _write_tree(tests_dir, tests)
+def _run_sandboxed(root: Path, repo_dir: Path, tests: dict[str, str], timeout_s: float,
+                   level: str) -> tuple[dict[str, Any], bool]:
+    """Run the hidden tests' probes against ``repo_dir`` in the sandbox at ``level`` (scratch =
+    ``root``): ``({test id: Observation}, timed_out)``. The probes travel on stdin, never on
+    disk; the sandbox applies the limits and the uid drop."""
     nonce = secrets.token_hex(16)
-    config = {"repo": str(repo_dir), "tests": str(tests_dir), "files": sorted(tests),
-              "limits": {}, "uid": None, "per_test_s": PER_TEST_S}
+    config = {"repo": str(repo_dir), "probes": tests, "limits": {}, "uid": None,
+              "per_test_s": PER_TEST_S}
     run = run_isolated([python(), "-I", "-S", "-B", "-c", _RUNNER.read_text(encoding="utf-8")], root,
                        stdin=(nonce + "\n" + json.dumps(config) + "\n").encode(), timeout_s=timeout_s,
-                       env=minimal_env(repo_dir))
+                       env=minimal_env(repo_dir), level=level)
     return _observations(run.stdout.decode(errors="replace"), nonce), run.timed_out
 
 
@@ -205,7 +212,8 @@ def observe(repo_name: str, task: str, files: dict[str, str],
     with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
         root = Path(tmp)
         _write_tree(root / "repo", files)
-        return _run_sandboxed(root, root / "repo", _task_tests(repo, wanted), timeout_s)
+        return _run_sandboxed(root, root / "repo", _task_tests(repo, wanted), timeout_s,
+                              grading_level()[0])
 
 
 def run_hidden_tests(repo_name: str, task: str, files: dict[str, str],
@@ -224,7 +232,8 @@ def run_tests(repo_name: str, test_ids: list[str], files: dict[str, str],
     with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
         root = Path(tmp)
         _write_tree(root / "repo", files)
-        seen, timed_out = _run_sandboxed(root, root / "repo", _task_tests(repo, test_ids), timeout_s)
+        seen, timed_out = _run_sandboxed(root, root / "repo", _task_tests(repo, test_ids), timeout_s,
+                                         grading_level()[0])
     return verdicts(repo_name, test_ids, seen), timed_out
 
 
@@ -244,24 +253,37 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
                timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     """Grade a diff against explicit FAIL_TO_PASS / PASS_TO_PASS test ids of ``repo_name``."""
     repo = load_repo(repo_name)
+    level, verified = grading_level()
     clean, touched, error = normalise_diff(diff)
-    key = (repo_name, tuple(f2p_ids), tuple(p2p_ids), clean, tuple(touched), error, timeout_s)
-    if key not in _CACHE:
-        result = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
-                  "FAIL_TO_PASS": dict.fromkeys(f2p_ids, False),
-                  "PASS_TO_PASS": dict.fromkeys(p2p_ids, False), "resolved": "no",
-                  "timed_out": False, "isolation": isolation_level()}
-        if error is None:
-            with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
-                root = Path(tmp)
-                _write_tree(root / "repo", dict(repo.tree))
-                result["apply_error"] = _apply(root / "repo", clean) or _shadowing(root / "repo", repo.tree)
-                if result["apply_error"] is None:
-                    result["patch_applied"] = True
-                    seen, result["timed_out"] = _run_sandboxed(
-                        root, root / "repo", _task_tests(repo, f2p_ids + p2p_ids), timeout_s)
-                    result["FAIL_TO_PASS"] = verdicts(repo_name, f2p_ids, seen)
-                    result["PASS_TO_PASS"] = verdicts(repo_name, p2p_ids, seen)
-                    result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
-        _CACHE[key] = result
-    return copy.deepcopy(_CACHE[key])
+    key = (repo_name, tuple(f2p_ids), tuple(p2p_ids), clean, tuple(touched), error, timeout_s, level,
+           verified)
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return copy.deepcopy(_MEMO[key][0])
+    result = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
+              "FAIL_TO_PASS": dict.fromkeys(f2p_ids, False),
+              "PASS_TO_PASS": dict.fromkeys(p2p_ids, False), "resolved": "no",
+              "timed_out": False, "isolation": level, "verified": verified}
+    if error is None:
+        with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
+            root = Path(tmp)
+            _write_tree(root / "repo", dict(repo.tree))
+            result["apply_error"] = _apply(root / "repo", clean) or _shadowing(root / "repo", repo.tree)
+            if result["apply_error"] is None:
+                result["patch_applied"] = True
+                seen, result["timed_out"] = _run_sandboxed(
+                    root, root / "repo", _task_tests(repo, f2p_ids + p2p_ids), timeout_s, level)
+                result["FAIL_TO_PASS"] = verdicts(repo_name, f2p_ids, seen)
+                result["PASS_TO_PASS"] = verdicts(repo_name, p2p_ids, seen)
+                result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
+    _remember(key, result)
+    return copy.deepcopy(result)
+
+
+def _remember(key: tuple, result: dict) -> None:
+    """Memoise ``result``, dropping the oldest results while the memo holds over ``MEMO_BYTES``."""
+    size = len(repr(key)) + len(json.dumps(result))
+    _MEMO[key] = (result, size)
+    total = sum(s for _, s in _MEMO.values())
+    while total > MEMO_BYTES and len(_MEMO) > 1:
+        total -= _MEMO.popitem(last=False)[1][1]

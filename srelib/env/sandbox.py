@@ -12,16 +12,21 @@ at the strongest level this machine allows (:func:`isolation_level`, detected on
   when started as root (with an interpreter that uid can run). ``scratch`` is copied into a tmpfs of ``quota_bytes`` at the same path
   (the disk quota: writes past it get ``ENOSPC``) and ``/tmp`` is a tmpfs of ``TMP_QUOTA``
   bytes; both vanish with the run, and nothing else is writable.
-- ``"unshare"`` (util-linux ``unshare``, where bubblewrap is missing): new PID (with a fresh
-  ``/proc``), network, IPC, UTS and mount namespaces, srelib's package covered by an empty
-  tmpfs, uid 65534 when started as root (else the caller, mapped to root of a user namespace).
-  The rest of the machine stays visible with the uid's own permissions, the command writes
-  into ``scratch`` itself, and per-file size is the only disk quota.
+- ``"unshare"`` (util-linux ``unshare``, where bubblewrap is missing): new PID, network, IPC,
+  UTS and mount namespaces and a root built like bubblewrap's on a tmpfs, then ``pivot_root``
+  into it, so the machine's tree is gone: read-only ``/usr`` and the interpreter's prefix, a
+  few devices, a fresh ``/proc``, ``/tmp`` a tmpfs of ``TMP_QUOTA``, ``scratch`` copied into a
+  tmpfs of ``quota_bytes``; uid 65534 when started as root (else the caller, mapped to root of
+  a user namespace, with every capability dropped). The process tree dies with the run.
 - ``"uid-drop"`` (root, no working namespaces): the command runs as uid 65534 in its own
   session, writing into ``scratch`` itself. It keeps the network, may read and write what any
-  user may, and a ``setsid`` child may outlive the run; per-file size is the only disk quota.
+  user may (srelib's reference fixes, other grades' scratch), and a ``setsid`` child may
+  outlive the run; per-file size is the only disk quota.
 - ``"rlimits-only"`` (no uid to drop to: not root, or no interpreter uid 65534 can run; and no
   working namespaces): the command runs as the caller, with what every level has.
+
+Only ``HOLDING_LEVELS`` (bwrap, unshare) keep patched code from what the grader holds; patch
+grading asks :func:`grading_level`, which refuses the others unless ``SRELIB_SANDBOX=unsafe``.
 
 Every level builds the environment from scratch, applies ``limits`` (RLIMIT_* name -> value,
 through util-linux ``prlimit``), sets no-new-privileges (setuid programs grant nothing) and
@@ -31,11 +36,13 @@ be read back: results travel on stdout. Tests may pass ``level`` to run at a wea
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import os
 import select
+import shlex
 import shutil
 import signal
 import stat
@@ -47,6 +54,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LEVELS = ("bwrap", "unshare", "uid-drop", "rlimits-only")
+HOLDING_LEVELS = ("bwrap", "unshare")  # the levels patch grading trusts
+SANDBOX_ENV = "SRELIB_SANDBOX"
+SANDBOX_MODES = ("strict", "unsafe")
 SANDBOX_UID = 65534
 SCRATCH_QUOTA = 64 << 20
 TMP_QUOTA = 16 << 20
@@ -151,10 +161,42 @@ def isolation_level() -> str:
     return available_levels()[0]
 
 
+class SandboxRefused(RuntimeError):
+    """Patch grading will not run here: the strongest sandbox cannot hold (see
+    :func:`grading_level`)."""
+
+
+def sandbox_mode() -> str:
+    """``SANDBOX_ENV``'s value: ``"strict"`` (the default: grade only at a level that holds) or
+    ``"unsafe"`` (also at a weaker one, verdicts marked unverified)."""
+    mode = os.environ.get(SANDBOX_ENV, "").strip().lower() or "strict"
+    if mode not in SANDBOX_MODES:
+        raise ValueError(f"{SANDBOX_ENV}={mode!r} is not a sandbox mode; valid: {list(SANDBOX_MODES)}")
+    return mode
+
+
+def grading_level() -> tuple[str, bool]:
+    """``(level, verified)``: the level patch grading runs at, and whether its verdicts can be
+    trusted. Only ``HOLDING_LEVELS`` keep srelib's reference fixes, the hidden tests and other
+    grades out of reach and end every process with the run; below them grading raises
+    :class:`SandboxRefused` unless ``SANDBOX_ENV`` is ``"unsafe"``."""
+    level, mode = isolation_level(), sandbox_mode()
+    if level in HOLDING_LEVELS:
+        return level, True
+    if mode == "unsafe":
+        return level, False
+    raise SandboxRefused(
+        f"patch grading refuses to run: the strongest sandbox on this machine is {level!r}, which "
+        "cannot hide srelib's reference fixes from the code under test or stop it outliving the "
+        "grade. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf "
+        "install bubblewrap; Alpine: apk add bubblewrap) or allow user namespaces for unshare; "
+        f"or grade anyway, unverified, with --sandbox=unsafe ({SANDBOX_ENV}=unsafe).")
+
+
 def _tool(name: str) -> str:
-    path = shutil.which(name, path="/usr/bin:/bin")
+    path = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
     if path is None:
-        raise RuntimeError(f"the sandbox needs {name} (util-linux) in /usr/bin or /bin")
+        raise RuntimeError(f"the sandbox needs {name} (util-linux) in /usr/bin, /bin, /usr/sbin or /sbin")
     return path
 
 
@@ -167,11 +209,13 @@ def _limited(argv: list[str], limits: dict[str, int]) -> list[str]:
             "--", *argv]
 
 
-def _unprivileged(argv: list[str], uid: int | None) -> list[str]:
+def _unprivileged(argv: list[str], uid: int | None, drop_caps: bool = False) -> list[str]:
     """``argv`` as ``uid`` (if any) with no new privileges (setuid files grant nothing), through
-    util-linux ``setpriv``; unlike Popen's ``user=``, this lets Popen start it with vfork."""
+    util-linux ``setpriv``; unlike Popen's ``user=``, this lets Popen start it with vfork.
+    ``drop_caps``: also empty the capability sets (for a command left as a namespace's root)."""
     drop = [] if uid is None else [f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-    return [_tool("setpriv"), "--no-new-privs", *drop, "--", *argv]
+    caps = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"] if drop_caps else []
+    return [_tool("setpriv"), "--no-new-privs", *drop, *caps, "--", *argv]
 
 
 def _top_level_binds() -> list[str]:
@@ -214,15 +258,50 @@ def _bwrap_argv(argv: list[str], scratch: Path, readable: list[Path], env: dict[
     return args + ["--", "/bin/sh", "-c", copy_in, "sh", *argv]
 
 
-def _unshare_argv(argv: list[str]) -> list[str]:
-    """``argv`` in new PID (with a fresh /proc), network, IPC, UTS and mount namespaces, with
-    srelib's package and ``/dev/shm`` covered by tiny empty tmpfs mounts."""
-    flags = ["--pid", "--fork", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts"]
+def _unshare_argv(argv: list[str], scratch: Path, readable: list[Path], quota_bytes: int,
+                  new_root: Path) -> list[str]:
+    """``argv`` in new PID, network, IPC, UTS and mount namespaces, pivoted into a root built
+    like bubblewrap's (see :func:`_root_script`) on the empty folder ``new_root``."""
+    flags = ["--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts", "--mount",
+             "--propagation", "private"]
     if os.geteuid() != 0:
         flags.insert(0, "--map-root-user")
-    cover = ('mount -t tmpfs -o size=4k,mode=0 none "$0" && '
-             '{ [ ! -d /dev/shm ] || mount -t tmpfs -o size=1m none /dev/shm; } && exec "$@"')
-    return [_tool("unshare"), *flags, "--", "/bin/sh", "-c", cover, str(_PACKAGE), *argv]
+    script = _root_script(scratch, readable, quota_bytes, new_root)
+    return [_tool("unshare"), *flags, "--", "/bin/sh", "-e", "-c", script, "sh", *argv]
+
+
+def _root_script(scratch: Path, readable: list[Path], quota_bytes: int, new_root: Path) -> str:
+    """Shell that builds a tmpfs root on ``new_root`` (read-only ``/usr``, the interpreter's
+    prefix and ``readable``; a few devices; a fresh ``/proc``; ``/tmp`` a tmpfs of
+    ``TMP_QUOTA``; ``scratch`` copied into a tmpfs of ``quota_bytes``), pivots into it, drops
+    the machine's tree and execs ``"$@"`` in ``scratch``."""
+    q, root = shlex.quote, str(new_root)
+    lines = [f"mount -t tmpfs -o size=1m,mode=0755 none {q(root)}"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            lines.append(f"ln -s {q(os.readlink(top))} {q(root + top)}")
+        elif os.path.isdir(top):
+            readable = [Path(top), *readable]
+    prefix = Path(os.path.realpath(_interpreter().prefix))
+    for path in dict.fromkeys([Path("/usr"), prefix, *readable]):
+        target = q(root + str(path))
+        lines += [f"mkdir -p {target}"] if path.is_dir() else [
+            f"mkdir -p {q(root + str(path.parent))}", f"touch {target}"]
+        lines += [f"mount --bind {q(str(path))} {target}",
+                  f"mount -o remount,bind,ro,nosuid,nodev {target}"]
+    if _within(_PACKAGE, [str(p) for p in (Path("/usr"), prefix, *readable)]):
+        lines.append(f"mount -t tmpfs -o size=4k,mode=0 none {q(root + str(_PACKAGE))}")
+    lines.append(f"mkdir {q(root)}/dev {q(root)}/proc {q(root)}/tmp {q(root)}/.old")
+    for device in ("null", "zero", "full", "random", "urandom"):
+        lines += [f"touch {q(root)}/dev/{device}", f"mount --bind /dev/{device} {q(root)}/dev/{device}"]
+    box = q(root + str(scratch))
+    lines += [f"mount -t proc -o nosuid,nodev,noexec proc {q(root)}/proc",
+              f"mount -t tmpfs -o size={TMP_QUOTA},mode=1777,nosuid,nodev none {q(root)}/tmp",
+              f"mkdir -p {box}", f"mount -t tmpfs -o size={int(quota_bytes)},nosuid,nodev none {box}",
+              f"cp -a {q(str(scratch))}/. {box}/", f"cd {q(root)}", f"{_tool('pivot_root')} . .old",
+              "cd /", "umount -l /.old", "rmdir /.old", "mount -o remount,ro,bind /",
+              f"cd {q(str(scratch))}", "unset OLDPWD", 'exec "$@"']
+    return "\n".join(lines)  # each line a simple command, so that sh -e stops at any failure
 
 
 def _reachable(path: Path) -> bool:
@@ -340,20 +419,23 @@ def _run_at(level: str, argv: list[str], scratch: Path, *, stdin: bytes, timeout
     env = minimal_env(scratch) if env is None else dict(env)
     limits = {**LIMITS, "RLIMIT_CPU": math.ceil(timeout_s) + 1, **(limits or {})}
     command = _limited(list(argv), limits)
+    readable = [Path(p).resolve() for p in readable]
     uid = None if level == "rlimits-only" else _interpreter().uid
     if uid is not None:
         _hand_over(scratch, uid)
     info_read = info_write = None
-    if level == "bwrap":
-        info_read, info_write = os.pipe()
-        command = _bwrap_argv(command, scratch, [Path(p).resolve() for p in readable], env,
-                              quota_bytes, info_write)
-        env = {"PATH": "/usr/bin:/bin"}  # bubblewrap's own environment; the command gets --setenv
-    elif level == "unshare":  # the uid drop comes last, inside, after the mounts
-        command, uid = _unshare_argv(_unprivileged(command, uid)), None
-    command = _unprivileged(command, uid)
-    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as out, \
-            tempfile.TemporaryFile() as err:
+    with contextlib.ExitStack() as stack:
+        if level == "bwrap":
+            info_read, info_write = os.pipe()
+            command = _bwrap_argv(command, scratch, readable, env, quota_bytes, info_write)
+            env = {"PATH": "/usr/bin:/bin"}  # bubblewrap's own environment; the command gets --setenv
+        elif level == "unshare":  # the uid drop comes last, inside, after the mounts
+            new_root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="srelib-root-")))
+            command = _unshare_argv(_unprivileged(command, uid, drop_caps=uid is None), scratch,
+                                    readable, quota_bytes, new_root)
+            uid = None
+        command = _unprivileged(command, uid)
+        given, out, err = (stack.enter_context(tempfile.TemporaryFile()) for _ in range(3))
         given.write(stdin)
         given.seek(0)
         try:

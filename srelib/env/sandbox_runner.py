@@ -1,12 +1,13 @@
 """The hidden-test probe runner that patching.py starts as ``python -I -S -B -c <this source>``.
 
 Standard library only; it never imports srelib. It reads two lines from stdin: a nonce and a
-JSON config (``repo``, ``tests``, ``files``, ``limits``, ``uid``, ``per_test_s``). Then, before
+JSON config (``repo``, ``probes``: {file name: source}, ``limits``, ``uid``, ``per_test_s``), so
+no hidden test lies on disk where the code under test could find it. Then, before
 any probe or patched code runs, it keeps a private copy of stdout as the result channel and
 points fd 1 and 2 at /dev/null, applies the resource limits, drops to ``uid`` unless it is null,
 and installs an audit hook that refuses subprocesses, sockets, ctypes, process-wide
-introspection, writes outside the repository and reads outside the repository, the probes and
-the standard library.
+introspection, writes outside the repository and reads outside the repository and the standard
+library.
 
 It only observes: each ``probe_<name>`` function of each probe file is called once, and one
 line ``<nonce> <json>`` reports ``{"id": "<file>::test_<name>", "value": <what it returned>,
@@ -17,13 +18,13 @@ observations.
 """
 
 import contextlib
-import importlib.util
 import io
 import json
 import os
 import resource
 import signal
 import sys
+import types
 
 _BLOCKED_EVENTS = frozenset({
     "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
@@ -119,13 +120,12 @@ def _observe(probe):
     return {"value": value, "raised": raised, "printed": printed.getvalue()[:PRINTED_CHARS]}
 
 
-def _run_file(path, per_test_s, emit):
-    name = os.path.basename(path)
+def _run_file(name, source, per_test_s, emit):
     signal.setitimer(signal.ITIMER_REAL, per_test_s)
     try:
-        spec = importlib.util.spec_from_file_location("probes_" + name[:-3], path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = types.ModuleType("probes_" + name[:-3])
+        sys.modules[module.__name__] = module
+        exec(compile(source, name, "exec"), vars(module))
         probes = sorted((n, f) for n, f in vars(module).items() if n.startswith("probe_")
                         and callable(f) and getattr(f, "__module__", "") == module.__name__)
     except BaseException as exc:
@@ -160,16 +160,16 @@ def main():
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(0)
-    repo, tests = os.path.realpath(config["repo"]), os.path.realpath(config["tests"])
+    repo = os.path.realpath(config["repo"])
     _limit(config["limits"], config["uid"])
     stdlib = os.path.realpath(os.path.dirname(os.__file__))
-    _install_hook(repo, (repo, tests, stdlib, os.devnull, "/dev/urandom", "/etc/localtime",
+    _install_hook(repo, (repo, stdlib, os.devnull, "/dev/urandom", "/etc/localtime",
                          "/usr/share/zoneinfo"))
     signal.signal(signal.SIGALRM, _on_alarm)
     os.chdir(repo)
     sys.path.insert(0, repo)
-    for file in config["files"]:
-        _run_file(os.path.join(tests, file), config["per_test_s"], emit)
+    for name, source in sorted(config.pop("probes").items()):
+        _run_file(name, source, config["per_test_s"], emit)
     emit({"done": True})
 
 

@@ -89,7 +89,8 @@ class StepRecord(TypedDict):
 class PatchGrade(TypedDict):
     """``grade_patch``'s verdict on a diff: whether it applied (and why not), which test files
     it touched, each FAIL_TO_PASS and PASS_TO_PASS test's pass/fail, the SWE-bench resolution,
-    whether the run timed out, and the sandbox's isolation level."""
+    whether the run timed out, the sandbox's isolation level and whether it holds (``verified``:
+    False only for a grade opted in to a weak level with ``SRELIB_SANDBOX=unsafe``)."""
 
     patch_applied: bool
     apply_error: Optional[str]
@@ -99,6 +100,7 @@ class PatchGrade(TypedDict):
     resolved: Resolution
     timed_out: bool
     isolation: str
+    verified: bool
 
 
 class ScoreBreakdown(TypedDict):
