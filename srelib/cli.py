@@ -32,15 +32,26 @@ DEMO_PHASE1 = {"heuristic": "HeuristicPhase1Policy"}
 DEMO_PHASE2 = "RevertPhase2Policy"
 #: The demo's paired comparison: what reverting the suspect's deploy adds to the heuristic SRE.
 DEMO_COMPARE = ("heuristic-revert", "heuristic")
+#: Bounds on numeric options: past them a value is a typo, not a plan.
+MAX_SEED_COUNT = 1_000_000
+MAX_SEED = 2**63 - 1
+MAX_EPOCHS = 1000.0
+MAX_WORKERS = 256
+MAX_STEPS = 100_000
+MAX_SESSIONS = 10_000
+MAX_IDLE_S = 7 * 24 * 3600
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from srelib.env.sandbox import SANDBOX_ENV, SandboxRefused
     from srelib.extras import MissingExtra
 
     args = _parser().parse_args(argv)
+    if getattr(args, "sandbox", None):  # the environment carries it to worker processes
+        os.environ[SANDBOX_ENV] = args.sandbox
     try:
         return args.run(args)
-    except MissingExtra as exc:  # one line naming the extra to install
+    except (MissingExtra, SandboxRefused) as exc:  # one line: what to install
         print(f"srelib {args.command}: {exc}", file=sys.stderr)
         return 2
     except ValueError as exc:
@@ -54,8 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from srelib.env.sandbox import SANDBOX_ENV, SANDBOX_MODES
+
     parser = argparse.ArgumentParser(prog="srelib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    grading = argparse.ArgumentParser(add_help=False)  # the option of every command that grades
+    grading.add_argument("--sandbox", choices=SANDBOX_MODES, default=None, help=(
+        "strict (default): grade patches only in a sandbox that holds (bubblewrap or unshare); "
+        f"unsafe: also in a weaker one, verdicts marked unverified (env {SANDBOX_ENV})"))
 
     tasks = sub.add_parser("tasks", help="list the tasks and the pools; "
                            "'tasks check PATH' validates a scenario folder")
@@ -63,20 +80,20 @@ def _parser() -> argparse.ArgumentParser:
                        help="classic: every task and pool; generated: counts and rejections")
     tasks.set_defaults(run=_cmd_tasks, parser=tasks)
     check = tasks.add_subparsers(dest="tasks_command").add_parser(
-        "check", help="validate a scenario folder and name each problem")
+        "check", parents=[grading], help="validate a scenario folder and name each problem")
     check.add_argument("path", help="a folder like srelib/env/scenario_data/<task>")
     check.set_defaults(run=_cmd_tasks_check, parser=check)
 
-    ev = sub.add_parser("eval", help="evaluate scripted policies on a grid of episodes")
+    ev = sub.add_parser("eval", parents=[grading], help="evaluate scripted policies on a grid of episodes")
     ev.add_argument("--policy", action="append", required=True, metavar="NAME",
                     help=f"repeatable; one of: {', '.join(POLICY_CLASSES)}")
     ev.add_argument("--tasks", default="all", help="'all' (the classic tasks) or comma-separated "
                     "task ids and suites (classic, generated, generated:heldout, ...)")
     ev.add_argument("--pools", type=_pools, default="C", help="comma-separated pools (A, B, C, D)")
     ev.add_argument("--seeds", type=_seeds, default=10, help="a count N (seeds 0..N-1) or a,b,c")
-    ev.add_argument("--workers", type=_positive, default=1,
+    ev.add_argument("--workers", type=_whole(1, MAX_WORKERS), default=1,
                     help="processes to spread episodes over")
-    ev.add_argument("--max-steps", type=_positive, default=None,
+    ev.add_argument("--max-steps", type=_whole(1, MAX_STEPS), default=None,
                     help="cap on policy calls per episode")
     ev.add_argument("--out", required=True, help="run directory (resumed if it exists)")
     ev.add_argument("--no-resume", action="store_true", help="discard episodes already in --out")
@@ -91,10 +108,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="also print A - B per task, paired on seeds, with a bootstrap CI")
     report.set_defaults(run=_cmd_report, parser=report)
 
-    demo = sub.add_parser("demo", help="baselines and the oracle-P1 ceiling, written to --out")
+    demo = sub.add_parser("demo", parents=[grading], help="baselines and the oracle-P1 ceiling, written to --out")
     demo.add_argument("--out", default="results", help="output directory (CSV, Markdown, PNGs)")
     demo.add_argument("--seeds", type=_seeds, default=50, help="a count N or a,b,c")
-    demo.add_argument("--workers", type=_positive, default=2,
+    demo.add_argument("--workers", type=_whole(1, MAX_WORKERS), default=2,
                       help="processes to spread episodes over")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     demo.set_defaults(run=_cmd_demo, parser=demo)
@@ -103,15 +120,18 @@ def _parser() -> argparse.ArgumentParser:
                            "from the scripted policies (needs pip install 'srelib[train]')")
     agent_sub = agent.add_subparsers(dest="agent_command", required=True)
     train = agent_sub.add_parser("train", help="train the agent and save it to --out")
-    train.add_argument("--out", default=None, help="folder to save to (default: "
-                       "$SRELIB_AGENT_DIR, else ~/.cache/srelib/agent-v3)")
+    train.add_argument("--out", default=None, help="folder to save to (default: the folder "
+                       "of this checkout and machine class under $SRELIB_AGENT_HOME, else "
+                       "~/.cache/srelib/agents, where the notebooks look)")
+    train.add_argument("--if-missing", action="store_true",
+                       help="do nothing when that folder already holds the agent")
     train.add_argument("--seeds", type=_seeds, default=None,
                        help="demonstration seeds: N or a,b,c (default: train_agent's)")
     train.add_argument("--epochs", type=_epochs, default=None, help="passes over the demonstrations")
     train.add_argument("--text", action="store_true",
                        help="answer with JSON text instead of tool calls")
     train.set_defaults(run=_cmd_agent_train, parser=train)
-    measure = agent_sub.add_parser("measure", help="parse-failure rate and score against the "
+    measure = agent_sub.add_parser("measure", parents=[grading], help="parse-failure rate and score against the "
                                    "null policy on held-out seeds of the train tasks")
     measure.add_argument("folder", nargs="?", default=None, help="a saved agent (default: "
                          "the one 'srelib agent train' saves)")
@@ -120,14 +140,14 @@ def _parser() -> argparse.ArgumentParser:
     measure.add_argument("--pools", type=_pools, default="A,C", help="comma-separated pools")
     measure.set_defaults(run=_cmd_agent_measure, parser=measure)
 
-    serve = sub.add_parser("serve", help="serve the environment over OpenEnv's protocol "
+    serve = sub.add_parser("serve", parents=[grading], help="serve the environment over OpenEnv's protocol "
                            "(needs pip install 'srelib[serve]')")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to bind (default: this machine only)")
-    serve.add_argument("--port", type=_positive, default=8000)
-    serve.add_argument("--max-sessions", type=_positive, default=16,
+    serve.add_argument("--port", type=_whole(1, 65535), default=8000)
+    serve.add_argument("--max-sessions", type=_whole(1, MAX_SESSIONS), default=16,
                        help="cap on concurrent sessions")
-    serve.add_argument("--idle-timeout", type=_positive, default=300,
+    serve.add_argument("--idle-timeout", type=_whole(1, MAX_IDLE_S), default=300,
                        help="seconds after which an idle session is closed")
     serve.set_defaults(run=_cmd_serve, parser=serve)
     return parser
@@ -141,6 +161,13 @@ def _cmd_agent_train(args) -> int:
         options["epochs"] = args.epochs
     if args.seeds is not None:
         options["seeds"] = range(args.seeds) if isinstance(args.seeds, int) else args.seeds
+    if args.if_missing:
+        from srelib.training.agent import default_agent_dir, find_agent
+
+        saved = find_agent(args.out or default_agent_dir(**options))
+        if saved:
+            print(f"The agent is already saved in {saved}.")
+            return 0
     train_agent(args.out, **options)
     return 0
 
@@ -166,8 +193,24 @@ def _cmd_agent_measure(args) -> int:
 def _cmd_serve(args) -> int:
     from srelib.server import serve
 
+    _check_listen(args.host, args.port)
     serve(args.host, args.port, max_sessions=args.max_sessions, idle_timeout=args.idle_timeout)
     return 0
+
+
+def _check_listen(host: str, port: int) -> None:
+    """A ValueError naming the problem if ``host``:``port`` cannot be listened on (an unknown
+    host, an address of another machine, a port taken or reserved)."""
+    import socket
+
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except (OSError, UnicodeError) as exc:  # UnicodeError: a host name no resolver takes
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ValueError(f"cannot listen on {_short(host)} port {port}: {reason.lower()}") from None
 
 
 def _cmd_tasks(args) -> int:
@@ -194,6 +237,8 @@ def _cmd_tasks(args) -> int:
 def _cmd_tasks_check(args) -> int:
     from srelib.env.scenario_check import check_folder
 
+    if not Path(args.path).is_dir():
+        raise ValueError(f"{_short(args.path)} is not a folder")
     problems = check_folder(args.path)
     for problem in problems:
         print(f"problem: {problem}")
@@ -343,26 +388,35 @@ def output_dir(path: str | os.PathLike, what: str, create: bool = True) -> Path:
 
 
 def _seeds(text: str):
-    """``N`` (seeds 0..N-1, N >= 1) or a comma list of seeds >= 0."""
+    """``N`` (seeds 0..N-1, 1 <= N <= MAX_SEED_COUNT) or a comma list of seeds in [0, MAX_SEED]."""
     try:
         seeds = int(text) if "," not in text else [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"seeds must be a count or a comma list, got {text!r}")
-    if isinstance(seeds, int) and seeds < 1:
-        raise argparse.ArgumentTypeError(f"seeds must be >= 1 (a count of seeds), got {seeds}")
-    if isinstance(seeds, list) and (not seeds or min(seeds) < 0):
-        raise argparse.ArgumentTypeError(f"a seed list holds seeds >= 0, got {text!r}")
+    if isinstance(seeds, int) and not 1 <= seeds <= MAX_SEED_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"a seed count must be between 1 and {MAX_SEED_COUNT}, got {_short(text)}")
+    if isinstance(seeds, list) and (not seeds or min(seeds) < 0 or max(seeds) > MAX_SEED
+                                    or len(seeds) > MAX_SEED_COUNT):
+        raise argparse.ArgumentTypeError(
+            f"a seed list holds 1 to {MAX_SEED_COUNT} seeds in [0, {MAX_SEED}], got {_short(text)}")
     return seeds
 
 
+def _short(text: str) -> str:
+    """``text`` quoted, cut to 40 characters for an error line."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
 def _epochs(text: str) -> float:
-    """A number of passes over the data, more than 0."""
+    """A number of passes over the data, more than 0 and at most ``MAX_EPOCHS``."""
     try:
         epochs = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"epochs must be a number, got {text!r}") from None
-    if not epochs > 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"epochs must be more than 0, got {text}")
+        raise argparse.ArgumentTypeError(f"epochs must be a number, got {_short(text)}") from None
+    if not 0 < epochs <= MAX_EPOCHS:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"epochs must be more than 0 and at most {MAX_EPOCHS:g}, "
+                                         f"got {_short(text)}")
     return epochs
 
 
@@ -377,11 +431,15 @@ def _pools(text: str) -> list[str]:
     return pools
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
+def _whole(low: int, high: int):
+    """An argparse type: a whole number in [low, high]."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {low} to {high}, got {_short(text)}")
+        return value
+    return parse

@@ -1,5 +1,7 @@
-"""The command line end to end, in real subprocesses: tasks, eval, kill and resume, report, demo."""
+"""The command line end to end, in real subprocesses: tasks, eval, kill and resume, report, demo;
+bad input to every subcommand, in process."""
 
+import json
 import os
 import signal
 import subprocess
@@ -8,6 +10,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from srelib.results import EPISODES_FILE, KEY_COLUMNS, load_run
 
@@ -181,3 +184,57 @@ def test_demo_writes_tables_and_plots(tmp_path):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     assert "wall_s" not in episodes.columns  # timings would change the CSV on every run
     assert "Oracle-P1 ceiling" in result.stdout and "mean over tasks" in result.stdout
+
+
+HUGE = "1" + "0" * 30
+#: Bad input for each subcommand: missing, wrong-type and out-of-range arguments.
+BAD_INPUT = [
+    ["tasks", "--suite", "x"], ["tasks", "check"], ["tasks", "check", "/nonexistent"],
+    ["eval"], ["eval", "--policy", "null"], ["eval", "--policy", "null", "--out", "{out}", "--seeds", HUGE],
+    ["eval", "--policy", "null", "--out", "{out}", "--seeds", "abc"],
+    ["eval", "--policy", "null", "--out", "{out}", "--seeds", "1," + HUGE],
+    ["eval", "--policy", "null", "--out", "{out}", "--workers", HUGE],
+    ["eval", "--policy", "null", "--out", "{out}", "--max-steps", "1.5"],
+    ["eval", "--policy", "null", "--out", "{out}", "--tasks", "nope"],
+    ["eval", "--policy", "null", "--out", "{out}", "--sandbox", "off"],
+    ["report"], ["report", "/nonexistent"], ["demo", "--seeds", HUGE, "--out", "{out}"],
+    ["demo", "--workers", "0", "--out", "{out}"], ["agent"], ["agent", "train", "--epochs", "inf"],
+    ["agent", "train", "--epochs", "x"], ["agent", "train", "--seeds", HUGE],
+    ["agent", "measure", "/nonexistent"], ["agent", "measure", "--seeds", "-1"],
+    ["serve", "--port", "99999"], ["serve", "--port", "abc"], ["serve", "--max-sessions", HUGE],
+    ["serve", "--idle-timeout", "0"], ["serve", "--host", "999.1.1.1"], ["serve", "--host", "x" * 300],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_INPUT, ids=lambda argv: " ".join(argv)[:60])
+def test_bad_input_is_one_line_and_exit_status_2(argv, tmp_path, capsys):
+    from srelib.cli import main
+
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in argv]
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"srelib {argv[0]}"), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_grading_refused_by_a_weak_sandbox_is_one_line_and_unsafe_is_recorded(tmp_path, capsys,
+                                                                              monkeypatch):
+    from srelib.cli import main
+    from srelib.env import sandbox
+
+    monkeypatch.setattr(sandbox, "available_levels", lambda: ("rlimits-only",))
+    monkeypatch.delenv(sandbox.SANDBOX_ENV, raising=False)
+    argv = ["eval", "--policy", "reference", "--tasks", "memory_leak", "--pools", "C", "--seeds", "1",
+            "--no-progress", "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bubblewrap" in err[0] and "--sandbox=unsafe" in err[0]
+    assert main(argv + ["--sandbox", "unsafe"]) == 0
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["sandbox"] == "unsafe" and run["isolation"] == "rlimits-only" and not run["verified"]
+    episode = json.loads((tmp_path / "run" / EPISODES_FILE).read_text().splitlines()[0])
+    assert episode["score"]["patch"]["verified"] is False
