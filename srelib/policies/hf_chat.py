@@ -7,11 +7,15 @@ never in fp16 (Gemma overflows in it); the 4-bit compute dtype follows the same 
 loading goes through ``BitsAndBytesConfig`` (nf4, double quantisation) and only when CUDA is
 available; otherwise a message says so and the model loads unquantised.
 
-``act_batch`` generates for many episodes at once. With ``kv_cache=True`` (the default) every
-lane keeps its keys/values between turns and prefills only what its transcript appended; the
-system-prompt prefix is encoded once for all lanes; lanes are bucketed by how much they must
-prefill (see :mod:`srelib.policies.kv_cache`). Greedy decoding (``temperature=0``) gives the
-same replies batched or one at a time, cached or not.
+``act_batch`` generates for many episodes at once. With kept caches every lane keeps its
+keys/values between turns and prefills only what its transcript appended; the system-prompt
+prefix is encoded once for all lanes; lanes are bucketed by how much they must prefill (see
+:mod:`srelib.policies.kv_cache`). ``kv_cache="auto"`` (the default) keeps them on a CPU, where
+prefill dominates, and re-encodes every prompt on CUDA, where a prefill costs milliseconds and
+re-encoding measured faster (``bench/gpu_gemma.py``); ``True``/``False`` force either. A reply
+ends once its action is complete (:mod:`srelib.policies.reply_end`), or at ``max_new_tokens``.
+Greedy decoding (``temperature=0``) gives the same replies batched or one at a time, cached or
+not.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 from srelib.policies import kv_cache
 from srelib.policies.base import ChatPolicyBase
 from srelib.policies.kv_cache import PrefixCache, Row
+from srelib.policies.reply_end import ObjectTables, action_end
 from srelib.policies.prompts import SYSTEM_PROMPT, fold_system
 from srelib.policies.saved import saved_settings
 
@@ -64,6 +69,15 @@ def resolve_dtype(torch_dtype: Any = "auto"):
         raise ValueError(f"this GPU (compute capability {major}.{minor}) has no native bf16 and "
                          "would emulate it slowly; choose 'auto' or 'float32'")
     return getattr(torch, name)
+
+
+def resolve_kv_cache(setting: bool | str, device) -> bool:
+    """Whether to keep KV caches between turns: ``"auto"`` keeps them except on CUDA."""
+    if setting == "auto":
+        return getattr(device, "type", str(device)) != "cuda"
+    if isinstance(setting, bool):
+        return setting
+    raise ValueError(f"unknown kv_cache {setting!r}; choose one of ['auto', True, False]")
 
 
 def quantization_config(load_in_4bit: bool, compute_dtype):
@@ -144,9 +158,9 @@ class HFTransformersChatPolicy(ChatPolicyBase):
                  temperature: float = 0.2, top_p: float = 0.95, max_history: int | None = None,
                  model: Any = None, tokenizer: Any = None, max_batch_size: int = 16,
                  max_failures: int = 3, obs_chars: int | None = None,
-                 max_prompt_chars: int | None = None, kv_cache: bool = True,
+                 max_prompt_chars: int | None = None, kv_cache: bool | str = "auto",
                  tools: bool | None = None, system_prompt: str | None = None,
-                 name: str | None = None):
+                 name: str | None = None, stop_at_action: bool = True):
         source = model_id_or_path or model_id
         if source is None and (model is None or tokenizer is None):
             raise ValueError("give model_id_or_path, or both model= and tokenizer=")
@@ -176,7 +190,10 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         self.model_id = source or getattr(model.config, "name_or_path", "model")
         self.name = name or f"hf:{self.model_id}"
         self.folds_system: bool | None = None  # learnt from the template on first use
-        self.kv_cache = bool(kv_cache)
+        self.kv_cache_setting = kv_cache
+        self.kv_cache = resolve_kv_cache(kv_cache, self._device())
+        self.stop_at_action = bool(stop_at_action)
+        self._object_tables: ObjectTables | None = None
         self._prefixes = PrefixCache()
         self._calls = 0
         self.tools = bool(tools) and self._template_renders_tools()
@@ -187,7 +204,8 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         return self.tools
 
     def __repr__(self) -> str:
-        return f"HFTransformersChatPolicy({self.model_id!r}, temperature={self.temperature})"
+        return (f"HFTransformersChatPolicy({self.model_id!r}, temperature={self.temperature}, "
+                f"kv_cache={self.kv_cache} ({self.kv_cache_setting!r}))")
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
         super().reset(seed, task_name)
@@ -304,7 +322,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         ``records``, the rows' sequences (with their caches) into ``kept``."""
         import torch
 
-        device = self.model.get_input_embeddings().weight.device
+        weight = self.model.get_input_embeddings().weight
         past, width, pasts = kv_cache.plan_rows(bucket)
         pad = self.tokenizer.pad_token_id
         total = past + width
@@ -315,36 +333,50 @@ class HFTransformersChatPolicy(ChatPolicyBase):
             input_ids[r, total - length:] = row.ids
             mask[r, total - length:] = 1
         options = self._generation_options()
-        if self.kv_cache:
-            options["cache"] = kv_cache.merge(bucket, past, pasts, self.model.config)
-            for row in bucket:
-                row.source = None  # merged (copied): free the previous turn's tensors early
+        batch = kv_cache.batch_cache(bucket, past, pasts, total + self.max_new_tokens,
+                                     self.model.config, weight)
+        options["cache"] = batch.cache
+        for row in bucket:
+            row.source = None  # copied into the batch: free the previous turn's tensors early
         start = time.perf_counter()
         with torch.inference_mode():
-            output = self.model.generate(input_ids=input_ids.to(device),
-                                         attention_mask=mask.to(device), **options)
+            output = self.model.generate(input_ids=input_ids.to(weight.device),
+                                         attention_mask=mask.to(weight.device), **options)
         latency = time.perf_counter() - start
         new_tokens = output[:, total:].cpu()
-        stops = set(_as_list(self.model.generation_config.eos_token_id)) | {pad}
+        produced = self._produced(new_tokens)
         decoded = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        for r, (row, text, generated) in enumerate(zip(bucket, decoded, new_tokens.tolist())):
-            produced = next((i + 1 for i, t in enumerate(generated) if t in stops),
-                            len(generated))
+        held = batch.cache.get_seq_length()
+        for r, (row, text, n) in enumerate(zip(bucket, decoded, produced)):
             texts[row.item] = text
             length = int(row.ids.shape[0])
             records.append((row.item, {
-                "prompt_tokens": length, "completion_tokens": produced, "latency_s": latency,
+                "prompt_tokens": length, "completion_tokens": n, "latency_s": latency,
                 "item": row.item, "prefill_tokens": length - pasts[r],
-                "cached_tokens": pasts[r]}))
+                "cached_tokens": pasts[r], "kv_cache": self.kv_cache}))
             if self.kv_cache:
-                cache = options["cache"]
                 first = total - length
-                held = min(length + produced, cache.get_seq_length() - first)
-                ids = torch.cat([row.ids, new_tokens[r, :produced]])[:held]
-                kept.append(kv_cache.CachedSequence(ids, kv_cache.split(cache, r, first, held)))
+                ids = torch.cat([row.ids, new_tokens[r, :n]])[:held - first]
+                kept.append(batch.row(r, first, ids))
+
+    def _produced(self, new_tokens) -> list[int]:
+        """Per row, the tokens it generated: through its end-of-sequence token, else up to the
+        padding that follows a lane stopped at its action, else all of them."""
+        import torch
+
+        pad = self.tokenizer.pad_token_id
+        eos = torch.tensor(_as_list(self.model.generation_config.eos_token_id), dtype=torch.long)
+        width = new_tokens.shape[1]
+        ends = torch.isin(new_tokens, eos)
+        padded = new_tokens == pad
+        steps = torch.arange(1, width + 1).expand_as(new_tokens)
+        by_eos = torch.where(ends, steps, width + 1).min(dim=1).values
+        by_pad = torch.where(padded & ~ends, steps - 1, width + 1).min(dim=1).values
+        return torch.minimum(torch.minimum(by_eos, by_pad), torch.tensor(width)).tolist()
 
     def _generation_options(self) -> dict[str, Any]:
         import torch
+        from transformers import StoppingCriteriaList
 
         sampling = self.temperature > 0
         options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": sampling,
@@ -354,13 +386,22 @@ class HFTransformersChatPolicy(ChatPolicyBase):
             torch.manual_seed((self.seed or 0) * 1_000_003 + self._calls)
         else:
             options.update(temperature=None, top_p=None, top_k=None)
+        if self.stop_at_action:
+            if self._object_tables is None and not self.tools:
+                size = max(len(self.tokenizer), self.model.config.get_text_config().vocab_size)
+                self._object_tables = ObjectTables(self.tokenizer, size)
+            end = action_end(self.tokenizer, self._object_tables, self.tools)
+            if end is not None:
+                options["stopping_criteria"] = StoppingCriteriaList([end])
         self._calls += 1
         return options
+
+    def _device(self):
+        return self.model.get_input_embeddings().weight.device
 
     def _encode_shared_prefix(self) -> None:
         """Encode (once per system prompt) the prompt text every conversation starts with."""
         import torch
-        from transformers import DynamicCache
 
         marker = "\x00srelib-first-turn\x00"
         text = self.chat_prompt([{"role": "system", "content": self.system_prompt},
@@ -370,11 +411,12 @@ class HFTransformersChatPolicy(ChatPolicyBase):
             return
         ids = torch.tensor(self.tokenizer(prefix, add_special_tokens=False)["input_ids"],
                            dtype=torch.long)
-        cache = DynamicCache()
-        device = self.model.get_input_embeddings().weight.device
+        weight = self.model.get_input_embeddings().weight
+        row = Row(0, ids, None, 0)
+        batch = kv_cache.batch_cache([row], 0, [0], len(ids), self.model.config, weight)
         with torch.inference_mode():
-            self.model(input_ids=ids[None].to(device), cache=cache, use_cache=True)
-        self._prefixes.shared = kv_cache.CachedSequence(ids, cache)
+            self.model(input_ids=ids[None].to(weight.device), cache=batch.cache, use_cache=True)
+        self._prefixes.shared = batch.row(0, 0, ids)
         self._prefixes.shared_key = prefix
 
 
