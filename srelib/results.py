@@ -6,7 +6,8 @@ as each episode finishes). Readers skip lines that are not an Episode (a write c
 kill, a damaged disk) with a :class:`CorruptLinesWarning` that counts them; a resumed
 :class:`RunStore` rewrites the file without them. Writers take a lock on
 ``episodes.jsonl.lock`` (``fcntl.flock``), so two processes filling one run directory never
-store an episode twice. ``run.json`` never holds secrets: see :mod:`srelib.redact`.
+store an episode twice. ``run.json`` never holds secrets, and episodes never hold a key srelib
+knows of, in any case or common encoding: see :mod:`srelib.redact`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from srelib.env.actions import PARSE_ERROR
+from srelib.redact import scrub_secrets
 
 try:
     import fcntl
@@ -203,7 +205,7 @@ class RunStore:
             if episode.key in self.done:
                 return False
             with self.episodes_path.open("ab") as fh:
-                fh.write((episode.to_json() + "\n").encode())
+                fh.write((scrub_secrets(episode.to_json()) + "\n").encode())
                 fh.flush()
                 self._read_to = (os.fstat(fh.fileno()).st_ino, fh.tell())
             self.done.add(episode.key)

@@ -223,7 +223,7 @@ def test_key_never_appears_in_output(caplog, capsys):
         policy = policy_for(stub, max_retries=2)
         action = policy(OBS, 1, "memory_leak")
     assert stub.requests[0]["auth"] == f"Bearer {SECRET}"  # the key really was sent
-    assert action["action_type"] == PARSE_ERROR and "***" in action["parameters"]["reason"]
+    assert action["action_type"] == PARSE_ERROR and "<redacted>" in action["parameters"]["reason"]
     outputs = [repr(policy), str(policy), json.dumps(action), json.dumps(policy.usage),
                caplog.text, *capsys.readouterr()]
     assert "retry 1 of 2" in caplog.text
@@ -513,3 +513,29 @@ def test_a_server_without_tool_support_is_asked_again_without_tools():
     last = stub.requests[-1]["body"]["messages"]
     assert [m["role"] for m in last] == ["user", "assistant", "user"]
     assert json.loads(last[1]["content"])["action_type"] == "view_alerts"
+
+
+def test_a_key_the_endpoint_echoes_in_any_case_or_encoding_is_not_written(tmp_path):
+    """The hostile endpoint quotes the key back lower-cased, upper-cased, URL-encoded and in
+    base64, in error bodies and in a reply the episode keeps; nothing written holds any form."""
+    import base64
+    import functools
+    from urllib.parse import quote
+
+    key = "Zx81LmQ0aP9vT4r2/Yc6Wb+3Nd"  # no known prefix; '/' and '+' change when encoded
+    forms = [key, key.lower(), key.upper(), quote(key, safe=""),
+             base64.b64encode(f"user:{key}".encode()).decode()]
+    echo = " ".join(forms)
+    declare = {"action_type": "declare_root_cause", "target_service": None,
+               "parameters": {"root_cause": f"I saw {echo}", "service": "orders"}}
+    script = [(200, completion(json.dumps(declare)), 0), (400, {"error": {"message": f"bad key {echo}"}}, 0)]
+    with Stub(script) as stub:
+        factory = functools.partial(OpenAIChatPolicy, "m", base_url=stub.url, api_key=key,
+                                    max_retries=0, max_failures=3)
+        srelib.evaluate({"llm": factory}, tasks=["memory_leak"], pools=["C"], seeds=1, max_steps=3,
+                        out=tmp_path, progress=False)
+    assert stub.requests and stub.requests[0]["auth"] == f"Bearer {key}"  # the key was sent
+    written = "".join(p.read_text() for p in tmp_path.iterdir() if p.suffix in (".json", ".jsonl"))
+    assert "I saw <redacted>" in written and "bad key <redacted>" in written, "the echo must be stored"
+    for form in forms + [base64.b64encode(key.encode()).decode()[:-4]]:
+        assert form not in written

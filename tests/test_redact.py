@@ -2,7 +2,8 @@
 
 import pytest
 
-from srelib.redact import REDACTED, is_secret_name, looks_random, redact, redact_text
+from srelib.redact import (REDACTED, is_secret_name, looks_random, redact, redact_text, remember_secret,
+                           scrub_secrets)
 
 KEYS = ["sk-proj-Zx81LmQ0aP9vT4r2Yc6Wb3Nd", "sk-ant-api03-AbC123dEf456GhI789", "hf_aB3dE5fG7hJ9kL1mN2pQ4rS6",
         "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "AKIAIOSFODNN7EXAMPLE", "xoxb-2048-aB3dE5fG7hJ9",
@@ -34,3 +35,42 @@ def test_secret_names_redact_their_values_in_dicts_and_in_descriptions():
         "api_key": REDACTED, "max_tokens": 600, "nested": [{"HF_TOKEN": REDACTED}],
         "policy": f"partial(OpenAIChatPolicy, 'm', api_key={REDACTED}, password={REDACTED}, max_tokens=5)"}
     assert redact_text("Authorization: Bearer abc.def") == f"Authorization: {REDACTED}"
+
+
+ECHOED = "Zx81LmQ0aP9vT4r2/Yc6Wb+3Nd"
+
+
+def _echoes(key: str) -> list[str]:
+    """The forms an endpoint may quote a key back in."""
+    import base64
+    from urllib.parse import quote, quote_plus
+
+    forms = [key, key.lower(), key.upper(), key.swapcase(), quote(key, safe=""), quote(key, safe="").lower(),
+             quote_plus(key), key.encode().hex(), key.encode().hex().upper(),
+             base64.urlsafe_b64encode(key.encode()).decode()]
+    forms += [base64.b64encode(f"{prefix}:{key}".encode()).decode() for prefix in ("u", "us", "use")]
+    return forms
+
+
+def test_a_known_key_is_scrubbed_in_any_case_and_common_encoding(monkeypatch):
+    import srelib.redact as redact_module
+
+    monkeypatch.setattr(redact_module, "_KNOWN", set())
+    for form in _echoes(ECHOED):
+        assert scrub_secrets(f"echo: {form}!") == f"echo: {form}!", "unknown keys stay"
+    remember_secret(ECHOED)
+    for form in _echoes(ECHOED):
+        scrubbed = scrub_secrets(f"echo: {form}!")
+        assert REDACTED in scrubbed and ECHOED.lower()[:12] not in scrubbed.lower(), form
+    assert scrub_secrets("nothing secret here") == "nothing secret here"
+
+
+def test_keys_named_in_a_config_or_the_environment_are_known(monkeypatch, tmp_path):
+    import srelib.redact as redact_module
+
+    monkeypatch.setattr(redact_module, "_KNOWN", set())
+    monkeypatch.setenv("HF_TOKEN", "Qm9vYmF6ZXIxMjM0NTY3")
+    monkeypatch.setenv("PWD", str(tmp_path))  # a secret-sounding name that holds no secret
+    assert redact({"api_key": ECHOED}) == {"api_key": REDACTED}
+    text = f"{ECHOED.upper()} and {'Qm9vYmF6ZXIxMjM0NTY3'.lower()} in {tmp_path}"
+    assert scrub_secrets(text) == f"{REDACTED} and {REDACTED} in {tmp_path}"

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from srelib.policies.base import ChatPolicyBase
+from srelib.redact import remember_secret, scrub_secrets
 from srelib.policies.prompts import SYSTEM_PROMPT, fold_system
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class OpenAIChatPolicy(ChatPolicyBase):
         self.name = name or f"openai:{model}"
         self._client = OpenAI(api_key=api_key or os.environ.get("OPENAI_API_KEY") or _UNSET_KEY,
                               base_url=self.base_url, timeout=self.timeout, max_retries=0)
+        remember_secret(self._client.api_key)  # scrubbed, in any case or encoding, from all we write
 
     @property
     def tool_turns(self) -> bool:
@@ -241,9 +243,7 @@ class OpenAIChatPolicy(ChatPolicyBase):
         return b"".join(chunks)
 
     def _describe_error(self, error: BaseException) -> str:
-        text = f"{type(error).__name__}: {error}"
-        key = self._client.api_key
-        return text.replace(key, "***") if key and key != _UNSET_KEY else text
+        return scrub_secrets(f"{type(error).__name__}: {error}")
 
 
 def wire_messages(messages: list[dict], tools: bool) -> list[dict]:
