@@ -6,6 +6,7 @@ one test reads the whole suite (generated once per generator version, then cache
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -245,8 +246,12 @@ def test_the_cache_lives_under_srelib_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("SRELIB_CACHE", str(tmp_path))
     assert cache.cache_dir().is_relative_to(tmp_path / "taskgen")
     assert taskgen.GENERATOR_VERSION in cache.cache_dir().name
-    cache.write("x/entry.json", {"b": 1})
-    assert cache.read("x/entry.json") == {"b": 1} and cache.read("x/missing.json") is None
+    monkeypatch.setattr(cache, "_WARNED", set())
+    cache.write("x/entry.json", {"b": 1})  # written, but no generator makes it: never read back
+    assert json.loads((cache.cache_dir() / "x/entry.json").read_text()) == {"b": 1}
+    with pytest.warns(UserWarning, match="not what this generator makes"):
+        assert cache.read("x/entry.json") is None
+    assert cache.read("x/missing.json") is None
 
 
 def test_a_memorising_policy_scores_on_train_titles_but_not_on_held_out(suite):

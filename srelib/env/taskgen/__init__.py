@@ -4,7 +4,9 @@ A task id is ``<family>.<service>.<site>`` (classic ids never contain a dot); it
 ``gen.<task id>``. :func:`build_scenario` and :func:`build_repo` build one task lazily from the
 bases, shapes and recipes in this package; :func:`generated_suite` generates every candidate,
 admits those that pass the validity gate and reports the rejections by reason, cached on disk
-(:mod:`.cache`). Same GENERATOR_VERSION and id, same bytes, in any process.
+(:mod:`.cache`: an entry is used only if its digest is the packaged one, ``suite_digest.json``,
+which ``python -m srelib.env.taskgen`` rewrites). Same GENERATOR_VERSION and id, same bytes, in
+any process.
 """
 
 from __future__ import annotations

@@ -5,6 +5,14 @@ a digest of the generator's own source (and of ``srelib/admission.py``), so a ch
 never reads stale entries.
 Entries are JSON files written atomically (a temporary file renamed into place), so processes
 that generate at the same time never see half a file.
+
+The cache is not trusted. An entry is read only if the folders from the cache root down and the
+file itself belong to this user and no one else may write them, and if the file's SHA-256 is
+the one :data:`DIGEST_FILE`, in the package, holds for this generator (anyone who can write the
+cache can rewrite a digest kept there, but not one in the package). Anything else is skipped
+with a warning that names the path and the reason, and the entry is generated afresh: a
+tampered cache never changes a grade or a split. ``python -m srelib.env.taskgen`` regenerates
+the suite into an empty cache and writes :data:`DIGEST_FILE`.
 """
 
 from __future__ import annotations
@@ -13,10 +21,15 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import tempfile
+import warnings
 from pathlib import Path
 
 from .recipes import GENERATOR_VERSION
+
+DIGEST_FILE = Path(__file__).with_name("suite_digest.json")
+_WRITTEN: dict[str, str] = {}  # entry name -> SHA-256 of what this process wrote
 
 
 @functools.lru_cache(maxsize=1)
@@ -28,28 +41,134 @@ def _source_digest() -> str:
     return digest.hexdigest()[:12]
 
 
+def generator_key() -> str:
+    """This generator: its version and source digest (the cache folder's name)."""
+    return f"{GENERATOR_VERSION}-{_source_digest()}"
+
+
+def _root() -> Path:
+    return Path(os.environ.get("SRELIB_CACHE") or Path.home() / ".cache" / "srelib")
+
+
 def cache_dir() -> Path:
     """The cache folder of this generator version (not created here)."""
-    root = Path(os.environ.get("SRELIB_CACHE") or Path.home() / ".cache" / "srelib")
-    return root / "taskgen" / f"{GENERATOR_VERSION}-{_source_digest()}"
+    return _root() / "taskgen" / generator_key()
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged() -> dict[str, str] | None:
+    """The packaged digests of this generator's entries; None if they are for another one."""
+    try:
+        data = json.loads(DIGEST_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("entries") if data.get("generator") == generator_key() else None
+
+
+def _distrust(path: Path) -> str | None:
+    """Why ``path`` (an entry, or a folder of the cache) may not be trusted, or None."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symbolic link"
+    if info.st_uid != os.geteuid():
+        return f"it belongs to uid {info.st_uid}, not to this user ({os.geteuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "others may write it (chmod go-w fixes that)"
+    return None
+
+
+def _unverified(name: str, path: Path, data: bytes) -> tuple[str, str] | None:
+    """``(kind, why)`` the entry ``name`` read from ``path`` as ``data`` may not be used, or None."""
+    for place in [p for p in (path, *path.parents) if p == _root() or _root() in p.parents]:
+        problem = _distrust(place)
+        if problem:
+            return "untrusted", f"{place}: {problem}"
+    packaged = _packaged()
+    if packaged is None:
+        return "stale", (f"{DIGEST_FILE} holds no digests for generator {generator_key()} "
+                         "(python -m srelib.env.taskgen writes them)")
+    if packaged.get(name) != hashlib.sha256(data).hexdigest():
+        return "tampered", "its content is not what this generator makes (tampered or corrupt)"
+    return None
+
+
+_WARNED: set[str] = set()
+
+
+def _warn(kind: str, message: str) -> None:
+    """Warn ``message`` the first time a problem of ``kind`` is met in this process."""
+    if kind not in _WARNED:
+        _WARNED.add(kind)
+        warnings.warn(message + " (further entries with this problem are skipped silently)",
+                      stacklevel=3)
 
 
 def read(name: str) -> object | None:
-    """The cached JSON entry ``name`` (a relative path), or None if absent or unreadable."""
+    """The cached JSON entry ``name`` (a relative path), or None if absent, unreadable or not
+    verified (see the module doc: a warning says why)."""
+    path = cache_dir() / name
     try:
-        return json.loads((cache_dir() / name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = path.read_bytes()
+    except OSError:
         return None
+    problem = _unverified(name, path, data)
+    if problem:
+        kind, why = problem
+        _warn(kind, f"srelib: not using the generated-suite cache entry {path}: {why}; "
+                    "generating it afresh")
+        return None
+    return json.loads(data)
+
+
+def _make_dirs(folder: Path) -> None:
+    """Create ``folder`` and missing parents, writable by this user only."""
+    if not folder.exists():
+        _make_dirs(folder.parent)
+        folder.mkdir(mode=0o755)
 
 
 def write(name: str, value: object) -> None:
     """Store ``value`` as the JSON entry ``name``; a cache that cannot be written is skipped."""
     target = cache_dir() / name
+    text = json.dumps(value, sort_keys=True)
+    _WRITTEN[name] = hashlib.sha256(text.encode()).hexdigest()
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _make_dirs(target.parent)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(value, fh, sort_keys=True)
+            fh.write(text)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except OSError:
         pass
+
+
+def _write_digest_file() -> None:
+    entries = dict(sorted(_WRITTEN.items()))
+    DIGEST_FILE.write_text(json.dumps({"generator": generator_key(), "entries": entries}, indent=0,
+                                      sort_keys=True) + "\n", encoding="utf-8")
+    _packaged.cache_clear()
+
+
+def write_digests() -> Path:
+    """Generate the suite into an empty cache (the gate's worker processes read the derived tests
+    back, verified) and write :data:`DIGEST_FILE` with the digest of every entry."""
+    from . import suite
+    from .tasks import _candidates, derive_tests
+
+    before = os.environ.get("SRELIB_CACHE")
+    with tempfile.TemporaryDirectory(prefix="srelib-suite-") as fresh:
+        os.environ["SRELIB_CACHE"] = fresh  # the gate's worker processes inherit it
+        try:
+            _WRITTEN.clear()
+            derive_tests(list(_candidates()))
+            _write_digest_file()
+            suite._MEMO.clear()
+            suite.generated_suite()
+            _write_digest_file()
+        finally:
+            del os.environ["SRELIB_CACHE"]
+            if before is not None:
+                os.environ["SRELIB_CACHE"] = before
+    return DIGEST_FILE
+

@@ -1,0 +1,101 @@
+"""The generated-suite cache is verified, not trusted: an entry is used only if this user alone
+may write it and its digest is the packaged one; otherwise it is regenerated, with a warning,
+and a tampered cache changes no grade and no split."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from srelib.env import repos
+from srelib.env.patching import grade_patch
+from srelib.env.repos import unified_diff
+from srelib.env.taskgen import cache, suite
+from srelib.env.taskgen.tasks import derive_tests, trees
+
+TASK = "memory_leak.orders.cart_lru"
+ENTRY = f"tests/{TASK}.json"
+
+
+@pytest.fixture
+def cached(tmp_path, monkeypatch):
+    """A fresh cache under ``tmp_path`` holding ``TASK``'s derived tests: ``(path, entry)``."""
+    monkeypatch.setenv("SRELIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_WARNED", set())
+    entry = derive_tests([TASK])[TASK]
+    return cache.cache_dir() / ENTRY, entry
+
+
+def test_the_packaged_digests_are_this_generators(cached):
+    """Run ``python -m srelib.env.taskgen`` when the generator changes; what it generates here
+    must be what the digests say, or the cache would never be used."""
+    assert cache._packaged() is not None, f"{cache.DIGEST_FILE} is for another generator"
+    assert cache._WRITTEN[ENTRY] == cache._packaged()[ENTRY]
+    assert cache.read(ENTRY) == cached[1]
+
+
+def _comment_only_patch() -> str:
+    tree = trees(TASK)[0]
+    source = next(p for p in sorted(tree) if p.endswith(".py") and "test" not in p)
+    return unified_diff(tree, {**tree, source: tree[source] + "# looked into it\n"})
+
+
+def test_tampered_tests_are_regenerated_and_a_comment_only_patch_still_scores_nothing(cached):
+    path, entry = cached
+    assert entry["fail_to_pass"] and entry["pass_to_pass"]
+    forged = {**entry, "fail_to_pass": entry["pass_to_pass"][:1], "pass_to_pass": entry["pass_to_pass"][1:]}
+    path.write_text(json.dumps(forged, sort_keys=True))
+    with pytest.warns(UserWarning, match="not what this generator makes"):
+        assert cache.read(ENTRY) is None
+    repos.load_repo.cache_clear()
+    try:
+        result = grade_patch(f"gen.{TASK}", TASK, _comment_only_patch())
+    finally:
+        repos.load_repo.cache_clear()
+    assert result["patch_applied"] and result["resolved"] == "no"
+    assert sorted(result["FAIL_TO_PASS"]) == sorted(entry["fail_to_pass"])
+    assert json.loads(path.read_text()) == entry, "the entry is rebuilt"
+
+
+def test_a_tampered_suite_is_regenerated_not_read(cached, monkeypatch):
+    """suite.json moving a held-out task into train is refused; the suite is generated afresh."""
+    forged = {"candidates": 1, "rejected": {}, "tasks": {TASK: {
+        "family": "memory_leak", "service": "orders", "site": "cart_lru", "split": "train"}}}
+    path = cache.cache_dir() / "suite.json"
+    path.write_text(json.dumps(forged, sort_keys=True))
+    fresh = suite.SuiteReport(candidates=0)
+    monkeypatch.setattr(suite, "_MEMO", [])
+    monkeypatch.setattr(suite, "generate", lambda: fresh)
+    with pytest.warns(UserWarning, match="tampered"):
+        assert suite.generated_suite() is fresh
+
+
+def _owned_by_another_user(path: Path) -> None:
+    os.chown(path, 65534, 65534)
+
+
+@pytest.mark.parametrize("spoil, why", [
+    (lambda path: _owned_by_another_user(path), "belongs to uid 65534"),
+    (lambda path: _owned_by_another_user(cache._root()), "belongs to uid 65534"),
+    (lambda path: os.chmod(path.parent, 0o775), "others may write it"),
+    (lambda path: os.chmod(cache._root(), 0o757), "others may write it"),
+    (lambda path: (path.rename(path.with_name("real.json")), path.symlink_to("real.json")),
+     "symbolic link"),
+], ids=["entry of another user", "cache of another user", "group-writable folder",
+        "world-writable root", "symlinked entry"])
+def test_a_cache_another_user_could_have_written_is_refused(cached, spoil, why):
+    path, _ = cached
+    if "uid" in why and os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    spoil(path)
+    with pytest.warns(UserWarning, match=why):
+        assert cache.read(ENTRY) is None
+
+
+def test_the_cache_is_created_private(cached):
+    path, _ = cached
+    for place in (path, *path.parents[:3]):
+        assert place.stat().st_uid == os.geteuid() and not place.stat().st_mode & 0o022, place
