@@ -8,7 +8,11 @@ its cap on concurrent sessions and its idle-session reaper. srelib adds:
 * typed Action / Observation / State models generated from the action vocabulary
   (``srelib.env.actions``) and the observation contract;
 * HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
-  WebSocket; they count against the same cap and time out the same way.
+  WebSocket; they count against the same cap and time out the same way, and each is opened by
+  the token ``POST /sessions`` returns (header ``X-Session-Token``: another client gets 404);
+* :mod:`srelib.server_guard`: malformed WebSocket frames get an error reply, and no client
+  attaches to or closes another's session through ``/ws`` or ``/mcp``; integers are strict
+  (``"seed": true`` or ``"7"``: 422).
 
 Protocol errors (invalid JSON, a field of the wrong JSON type, an unknown message) get an error
 reply and the session goes on; agent errors (an unknown action, a missing parameter) are
@@ -18,6 +22,7 @@ Nothing is shared between sessions: each owns an :class:`~srelib.env.core.Incide
 
 from __future__ import annotations
 
+import secrets
 import threading
 import uuid
 from contextlib import contextmanager
@@ -36,6 +41,7 @@ from pydantic_core import PydanticCustomError
 from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
 from srelib.env.core import IncidentEnv
 from srelib.env.types import Status
+from srelib.server_guard import Guard
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
@@ -199,6 +205,8 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         if options:
             raise ValueError(f"unknown reset options {sorted(options)}; valid options: "
                              f"{list(RESET_OPTIONS)}")
+        _ResetBody.model_validate({"seed": seed, "episode_id": episode_id, "task": task, "pool": pool,
+                                   "mode": mode})  # strict types, whichever route called
         obs, info = env.reset(task=task, pool=pool, mode=mode, seed=seed)
         self._info, self._episode_id = info, episode_id or uuid.uuid4().hex
         return _observation(obs, None, False, False, info)
@@ -280,15 +288,25 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     app = FastAPI(title="srelib incident environment", version=srelib.__version__,
                   description="SRE incidents for LLM agents, served over OpenEnv's protocol.")
     server.register_routes(app, mode="simulation")
-    _add_sessions(app, server, idle_timeout)
+    tokens: dict[str, str] = {}  # HTTP session id -> the token that opens it
+    _add_sessions(app, server, idle_timeout, tokens)
+    app.add_middleware(Guard, tokens=tokens)
     app.state.openenv_server = server
     return app
 
 
-def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None) -> None:
-    """HTTP sessions over OpenEnv's session registry (same cap, same idle reaper)."""
-    from fastapi import HTTPException
+def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
+                  tokens: dict[str, str]) -> None:
+    """HTTP sessions over OpenEnv's session registry (same cap, same idle reaper), each opened
+    by the token ``POST /sessions`` returns, sent as ``X-Session-Token``."""
+    from fastapi import Header, HTTPException
     from fastapi.responses import JSONResponse
+    from pydantic import ValidationError
+
+    @app.exception_handler(ValidationError)
+    async def _bad_types(_request, exc):  # e.g. POST /reset with "seed": true
+        return JSONResponse(status_code=422, content={"detail": exc.errors(include_url=False,
+                                                                           include_input=False)})
 
     @app.exception_handler(NoEpisodeError)
     async def _no_episode(_request, exc):  # POST /step has no session to step
@@ -301,16 +319,17 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None) -> Non
     async def _bad_request(_request, exc):  # e.g. POST /reset with an unknown task
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
-    def _env(session_id: str) -> SreEnvironment:
+    def _env(session_id: str, token: str | None) -> SreEnvironment:
         env = server._sessions.get(session_id)
         if env is None:
+            tokens.pop(session_id, None)
+        if env is None or not secrets.compare_digest(tokens.get(session_id, ""), token or ""):
             lapse = f"idle for more than {idle_timeout:g} s, " if idle_timeout else ""
             raise HTTPException(404, f"no session {session_id!r}: it was closed, {lapse}or "
                                      "never opened; POST /sessions opens one")
         return env
 
     async def _run(session_id: str, call, *args, stepped: bool = False, **kwargs):
-        _env(session_id)
         try:
             result = await server._run_in_session_executor(session_id, call, *args, **kwargs)
         except (ValueError, RuntimeError) as exc:
@@ -326,33 +345,40 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None) -> Non
 
     @app.post("/sessions", status_code=201, tags=["Sessions"], summary="Open a session")
     async def open_session() -> dict:
+        for stale in [s for s in tokens if s not in server._sessions]:  # reaped when idle
+            del tokens[stale]
         try:
             session_id, _env_ = await server._create_session()
         except SessionCapacityError as exc:
             raise HTTPException(503, f"{exc}; close a session or retry later") from exc
-        return {"session_id": session_id}
+        tokens[session_id] = secrets.token_urlsafe(24)
+        return {"session_id": session_id, "token": tokens[session_id]}
 
     @app.post("/sessions/{session_id}/reset", tags=["Sessions"], summary="Start an episode")
-    async def reset_session(session_id: str, body: _ResetBody | None = None) -> dict:
+    async def reset_session(session_id: str, body: _ResetBody | None = None,
+                            x_session_token: str | None = Header(None)) -> dict:
         options = body.model_dump(exclude_unset=True) if body is not None else {}
-        obs = await _run(session_id, _env(session_id).reset, **options)
+        obs = await _run(session_id, _env(session_id, x_session_token).reset, **options)
         return serialize_observation(obs)
 
     @app.post("/sessions/{session_id}/step", tags=["Sessions"], summary="Take one action")
-    async def step_session(session_id: str, body: _StepBody) -> dict:
-        obs = await _run(session_id, _env(session_id).step, body.action, stepped=True)
+    async def step_session(session_id: str, body: _StepBody,
+                           x_session_token: str | None = Header(None)) -> dict:
+        env = _env(session_id, x_session_token)
+        obs = await _run(session_id, env.step, body.action, stepped=True)
         return serialize_observation(obs)
 
     @app.get("/sessions/{session_id}/state", tags=["Sessions"], summary="The session's episode")
-    async def session_state(session_id: str) -> dict:
-        env = _env(session_id)
+    async def session_state(session_id: str, x_session_token: str | None = Header(None)) -> dict:
+        env = _env(session_id, x_session_token)
         state = await _run(session_id, lambda: env.state)
         return state.model_dump()
 
     @app.delete("/sessions/{session_id}", tags=["Sessions"], summary="Close a session")
-    async def close_session(session_id: str) -> dict:
-        _env(session_id)
+    async def close_session(session_id: str, x_session_token: str | None = Header(None)) -> dict:
+        _env(session_id, x_session_token)
         await server._destroy_session(session_id)
+        tokens.pop(session_id, None)
         return {"session_id": session_id, "closed": True}
 
 

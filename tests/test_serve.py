@@ -215,33 +215,40 @@ def test_malformed_websocket_messages_get_errors_and_the_session_survives(url):
         assert state["trajectory"] == local.trajectory and state["seed"] == 3
 
 
+def open_session(url) -> tuple[str, requests.Session]:
+    """A new HTTP session's id and a client that sends its token."""
+    opened = requests.post(f"{url}/sessions", timeout=10).json()
+    client = requests.Session()
+    client.headers["X-Session-Token"] = opened["token"]
+    return opened["session_id"], client
+
+
 def test_http_sessions_are_separate_and_errors_are_clear(url):
-    first = requests.post(f"{url}/sessions", timeout=10).json()["session_id"]
-    second = requests.post(f"{url}/sessions", timeout=10).json()["session_id"]
+    (first, one_client), (second, two_client) = open_session(url), open_session(url)
     try:
         base = f"{url}/sessions"
-        got = requests.post(f"{base}/{first}/step", json={"action": {"action_type": "x"}},
+        got = one_client.post(f"{base}/{first}/step", json={"action": {"action_type": "x"}},
                             timeout=10)
         assert got.status_code == 400 and "send a reset first" in got.json()["detail"]
-        one = requests.post(f"{base}/{first}/reset", json={"task": "memory_leak", "seed": 1},
+        one = one_client.post(f"{base}/{first}/reset", json={"task": "memory_leak", "seed": 1},
                             timeout=10).json()
-        two = requests.post(f"{base}/{second}/reset", json={"task": "aliased_fault", "seed": 2},
+        two = two_client.post(f"{base}/{second}/reset", json={"task": "aliased_fault", "seed": 2},
                             timeout=10).json()
         assert one["observation"]["incident_title"] != two["observation"]["incident_title"]
         for body in ({"action": "view_alerts"}, {"action": {"parameters": []}}, {"act": {}}):
-            got = requests.post(f"{base}/{first}/step", json=body, timeout=10)
+            got = one_client.post(f"{base}/{first}/step", json=body, timeout=10)
             assert got.status_code == 422 and got.json()["detail"], body
-        got = requests.post(f"{base}/{first}/reset", json={"task": "nope"}, timeout=10)
+        got = one_client.post(f"{base}/{first}/reset", json={"task": "nope"}, timeout=10)
         assert got.status_code == 400 and "valid tasks" in got.json()["detail"]
         # after all that, session one still holds its memory_leak episode; two is untouched
-        step = requests.post(f"{base}/{first}/step", json={"action": {"action_type":
+        step = one_client.post(f"{base}/{first}/step", json={"action": {"action_type":
                                                                       "view_alerts"}},
                              timeout=10).json()
         local = srelib.IncidentEnv()
         local.reset(task="memory_leak", seed=1)
         assert observation_dict(step["observation"], step["done"]) == \
             local.step({"action_type": "view_alerts"})[0]
-        state = requests.get(f"{base}/{second}/state", timeout=10).json()
+        state = two_client.get(f"{base}/{second}/state", timeout=10).json()
         assert state["task"] == "aliased_fault" and state["trajectory"] == []
         got = requests.post(f"{base}/no-such-id/step", json={"action": {}}, timeout=10)
         assert got.status_code == 404 and "POST /sessions opens one" in got.json()["detail"]
@@ -249,8 +256,8 @@ def test_http_sessions_are_separate_and_errors_are_clear(url):
                             timeout=10)
         assert got.status_code == 409 and "/sessions" in got.json()["detail"]
     finally:
-        for session in (first, second):
-            requests.delete(f"{url}/sessions/{session}", timeout=10)
+        for session, client in ((first, one_client), (second, two_client)):
+            client.delete(f"{url}/sessions/{session}", timeout=10)
     assert active_sessions(url) == 0
 
 
@@ -272,13 +279,13 @@ def test_session_cap_is_enforced_and_frees_up():
 
 def test_idle_sessions_time_out():
     with running(idle_timeout=1) as base:
-        session = requests.post(f"{base}/sessions", timeout=10).json()["session_id"]
+        session, client = open_session(base)
         env = RemoteEnv(base)
         env.reset(task="memory_leak", seed=4)
         assert active_sessions(base) == 2
         # OpenEnv's reaper looks every max(timeout / 4, 5) s
         wait_for(lambda: active_sessions(base) == 0, 15, "idle sessions are closed")
-        got = requests.post(f"{base}/sessions/{session}/reset", json={}, timeout=10)
+        got = client.post(f"{base}/sessions/{session}/reset", json={}, timeout=10)
         assert got.status_code == 404 and "idle for more than 1 s" in got.json()["detail"]
         with pytest.raises(RuntimeError, match="session was closed"):
             env.step({"action_type": "view_alerts"})
@@ -384,3 +391,120 @@ def test_without_openenv_the_error_names_the_extra():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert "pip install 'srelib[serve]'" in done.stdout, done.stderr
+
+
+# ---- hostile clients: bad frames, foreign sessions, coerced integers
+
+
+def _ws(url, query: str = ""):
+    return connect(url.replace("http", "ws") + "/ws" + query, open_timeout=10)
+
+
+BAD_FRAMES = [("null", "a JSON object"), ("[1, 2]", "a JSON object"), ('"reset"', "a JSON object"),
+              ("7", "a JSON object"), (b"\x00\x01binary", "binary"), ("[" * 10_000 + "]" * 10_000, "nested"),
+              ('{"type": "reset", "data": {"seed": ' + "9" * 5000 + "}}", "Invalid JSON"),
+              ('{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', "/mcp"),
+              ('{"type": ["step"]}', "Unknown message type"), ("x" * (2 << 20), "at most")]
+
+
+def test_bad_frames_get_error_replies_and_the_session_goes_on(url):
+    local = srelib.IncidentEnv()
+    local.reset(task="memory_leak", pool="A", seed=5)
+    with _ws(url) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"task": "memory_leak", "pool": "A", "seed": 5}}))
+        ws.recv(timeout=30)
+        for frame, words in BAD_FRAMES:
+            ws.send(frame)
+            reply = json.loads(ws.recv(timeout=30))
+            assert reply["type"] == "error" and words in reply["data"]["message"], (frame[:40], reply)
+        ws.send(json.dumps({"type": "step", "data": {"action_type": "view_alerts"}}))
+        reply = json.loads(ws.recv(timeout=30))
+        assert observation_dict(reply["data"]["observation"], reply["data"]["done"]) == \
+            local.step({"action_type": "view_alerts"})[0]
+
+
+def test_a_session_belongs_to_its_opener(url):
+    session, owner = open_session(url)
+    try:
+        owner.post(f"{url}/sessions/{session}/reset", json={"task": "memory_leak", "seed": 1}, timeout=10)
+        stranger = requests.Session()
+        stranger.headers["X-Session-Token"] = "guessed"
+        for client in (requests, stranger):
+            assert client.get(f"{url}/sessions/{session}/state", timeout=10).status_code == 404
+            assert client.post(f"{url}/sessions/{session}/step", timeout=10,
+                               json={"action": {"action_type": "view_alerts"}}).status_code == 404
+            assert client.delete(f"{url}/sessions/{session}", timeout=10).status_code == 404
+            close = client.post(f"{url}/mcp", timeout=10, json={
+                "jsonrpc": "2.0", "id": 1, "method": "openenv/session/close",
+                "params": {"session_id": session}})
+            assert close.status_code == 404 and close.json()["error"]["message"] == "no such session"
+        with pytest.raises(Exception, match="403"):  # refused at the handshake
+            with _ws(url, f"?session_id={session}&token=guessed") as ws:
+                ws.send(json.dumps({"type": "state"}))
+                ws.recv(timeout=10)
+        with _ws(url, f"?session_id={session}&token={owner.headers['X-Session-Token']}") as ws:
+            ws.send(json.dumps({"type": "state"}))
+            assert json.loads(ws.recv(timeout=10))["data"]["task"] == "memory_leak"
+        state = owner.get(f"{url}/sessions/{session}/state", timeout=10).json()
+        assert state["task"] == "memory_leak" and state["trajectory"] == []
+    finally:
+        assert owner.delete(f"{url}/sessions/{session}", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize("seed", [True, "7", 7.0, [7]])
+def test_integers_are_integers_on_every_route(url, seed):
+    got = requests.post(f"{url}/reset", json={"task": "memory_leak", "seed": seed}, timeout=10)
+    assert got.status_code == 422, got.text
+    session, client = open_session(url)
+    try:
+        got = client.post(f"{url}/sessions/{session}/reset", json={"seed": seed}, timeout=10)
+        assert got.status_code == 422, got.text
+    finally:
+        client.delete(f"{url}/sessions/{session}", timeout=10)
+    with _ws(url) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"task": "memory_leak", "seed": seed}}))
+        reply = json.loads(ws.recv(timeout=30))
+        assert reply["type"] == "error" and reply["data"]["code"] == "VALIDATION_ERROR", reply
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                        | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+
+
+def _messages():
+    """WebSocket messages: any JSON, objects of a known type with any data, and raw text."""
+    from hypothesis import strategies as st
+
+    typed = st.fixed_dictionaries({"type": st.sampled_from(["reset", "step", "state"]),
+                                   "data": _json_values()})
+    return (_json_values().map(json.dumps) | typed.map(json.dumps) | st.text(max_size=40)
+            | st.binary(max_size=40))
+
+
+def test_fuzzed_websocket_http_and_mcp_messages_get_well_formed_replies(url):
+    """Whatever a client sends, each reply is a well-formed JSON message, the WebSocket session
+    survives, and HTTP answers below 500."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    session, client = open_session(url)
+    with _ws(url) as ws:
+        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(message=_messages(), body=_json_values(),
+               route=st.sampled_from(["/reset", "/step", "/mcp", f"/sessions/{session}/reset",
+                                      f"/sessions/{session}/step"]))
+        def exchange(message, body, route):
+            ws.send(message)
+            reply = json.loads(ws.recv(timeout=30))
+            assert isinstance(reply, dict) and reply["type"] in ("error", "observation", "state")
+            got = client.post(f"{url}{route}", json=body, timeout=10)
+            assert got.status_code < 500 and isinstance(got.json(), dict), (route, body, got.text)
+
+        exchange()
+        ws.send(json.dumps({"type": "state"}))
+        assert json.loads(ws.recv(timeout=30))["type"] == "state"
+    assert requests.get(f"{url}/health", timeout=10).status_code == 200
+    assert client.delete(f"{url}/sessions/{session}", timeout=10).status_code == 200

@@ -1,0 +1,154 @@
+"""What stands between ``srelib serve`` and a bad client: an ASGI middleware over OpenEnv's app.
+
+* Every WebSocket frame on ``/ws`` is checked before OpenEnv sees it: a binary frame, text over
+  :data:`MAX_MESSAGE_CHARS`, JSON that does not parse (nested past :data:`MAX_DEPTH`, an integer
+  past Python's digit limit), anything but an object, or a ``type`` other than
+  :data:`WS_TYPES` (an MCP request included) gets an error reply in OpenEnv's form and the
+  session goes on.
+* ``POST /reset`` takes a seed that is a JSON integer only (``true`` or ``"7"``: 422), as
+  ``/sessions/{id}/reset`` and the WebSocket do.
+* Sessions belong to whoever opened them: an HTTP session's token (``X-Session-Token``) is
+  needed to attach a WebSocket to it (``/ws?session_id=...&token=...``) or to close it through
+  MCP (``POST /mcp``, ``openenv/session/close``); without it the answer is 404, as for a
+  session that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Mapping
+
+MAX_MESSAGE_CHARS = 1 << 20
+MAX_DEPTH = 64
+MAX_BODY = 1 << 20  # for the POST bodies read here (/mcp, /reset)
+WS_TYPES = ("reset", "step", "state", "close")
+
+
+def _depth(text: str) -> int:
+    """How deeply ``text``'s brackets nest, outside strings (an upper bound for JSON)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def frame_problem(message: Mapping) -> tuple[str, str] | None:
+    """``(code, message)`` of what is wrong with a ``websocket.receive`` event, or None."""
+    text = message.get("text")
+    if text is None:
+        return "INVALID_JSON", "binary frames are not accepted: send a JSON object as text"
+    if len(text) > MAX_MESSAGE_CHARS:
+        return "INVALID_JSON", f"a message may hold at most {MAX_MESSAGE_CHARS} characters"
+    if _depth(text) > MAX_DEPTH:
+        return "INVALID_JSON", f"JSON nested deeper than {MAX_DEPTH} levels"
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # ValueError: also integers past the digit limit
+        return "INVALID_JSON", f"Invalid JSON: {str(exc)[:200]}"
+    if not isinstance(data, dict):
+        return "INVALID_JSON", f"a message must be a JSON object, got {type(data).__name__}"
+    kind = data.get("type")
+    if "jsonrpc" in data and kind is None:
+        return "UNKNOWN_TYPE", "MCP (JSON-RPC) requests go to /mcp, not /ws"
+    if kind not in WS_TYPES:
+        return "UNKNOWN_TYPE", f"Unknown message type {str(kind)[:50]!r}; valid: {list(WS_TYPES)}"
+    return None
+
+
+def _error(code: str, message: str) -> dict:
+    return {"type": "websocket.send",
+            "text": json.dumps({"type": "error", "data": {"message": message, "code": code}})}
+
+
+class Guard:
+    """The middleware (module doc). ``tokens`` maps an HTTP session id to its token."""
+
+    def __init__(self, app, tokens: dict[str, str]):
+        self.app, self.tokens = app, tokens
+
+    def _foreign(self, session_id: object, token: object) -> bool:
+        """Is ``session_id`` an HTTP session that ``token`` does not open?"""
+        return isinstance(session_id, str) and session_id in self.tokens \
+            and self.tokens[session_id] != token
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket" and scope["path"] == "/ws":
+            return await self._websocket(scope, receive, send)
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in ("/mcp", "/reset"):
+            return await self._http(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+    async def _websocket(self, scope, receive, send):
+        from urllib.parse import parse_qs
+
+        query = parse_qs(scope.get("query_string", b"").decode(errors="replace"))
+        session = (query.get("session_id") or [None])[0]
+        if self._foreign(session, (query.get("token") or [None])[0]):
+            await receive()  # websocket.connect
+            return await send({"type": "websocket.close", "code": 4404,
+                               "reason": "no such session"})
+
+        async def checked_receive():
+            while True:
+                message = await receive()
+                problem = message["type"] == "websocket.receive" and frame_problem(message)
+                if not problem:
+                    return message
+                await send(_error(*problem))
+
+        return await self.app(scope, checked_receive, send)
+
+    def _refusal(self, path: str, request: object, token: str) -> tuple[int, dict] | None:
+        """``(status, reply)`` refusing a parsed POST body, or None to pass it on."""
+        if not isinstance(request, dict):
+            return None  # OpenEnv's own validation answers
+        if path == "/reset" and request.get("seed") is not None and type(request["seed"]) is not int:
+            return 422, {"detail": [{"loc": ["body", "seed"], "type": "int_type",
+                                     "msg": "seed must be an integer, not a bool or a string"}]}
+        params = request.get("params")
+        if path == "/mcp" and isinstance(params, dict) and self._foreign(params.get("session_id"), token):
+            return 404, {"jsonrpc": "2.0", "id": request.get("id"),
+                         "error": {"code": -32602, "message": "no such session"}}
+        return None
+
+    async def _http(self, scope, receive, send):
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > MAX_BODY:
+                return await _respond(send, 413, {"detail": f"bodies over {MAX_BODY} bytes"})
+        try:
+            request = json.loads(body)
+        except (ValueError, RecursionError):
+            request = None  # OpenEnv's own parsing answers
+        token = dict(scope.get("headers") or []).get(b"x-session-token", b"").decode(errors="replace")
+        refusal = self._refusal(scope["path"], request, token)
+        if refusal:
+            return await _respond(send, *refusal)
+        replayed = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def replay():
+            return replayed.pop() if replayed else await receive()
+
+        return await self.app(scope, replay, send)
+
+
+async def _respond(send: Callable, status: int, content: dict) -> None:
+    data = json.dumps(content).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
