@@ -149,6 +149,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="cap on concurrent sessions")
     serve.add_argument("--idle-timeout", type=_whole(1, MAX_IDLE_S), default=300,
                        help="seconds after which an idle session is closed")
+    serve.add_argument("--max-per-client", type=_whole(1, MAX_SESSIONS), default=None,
+                       help="cap on the sessions of one client host (default: none of its own)")
+    serve.add_argument("--read-timeout", type=_whole(1, MAX_IDLE_S), default=10,
+                       help="seconds a connection has to send a whole request")
     serve.set_defaults(run=_cmd_serve, parser=serve)
     return parser
 
@@ -194,7 +198,8 @@ def _cmd_serve(args) -> int:
     from srelib.server import serve
 
     _check_listen(args.host, args.port)
-    serve(args.host, args.port, max_sessions=args.max_sessions, idle_timeout=args.idle_timeout)
+    serve(args.host, args.port, max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
+          max_per_client=args.max_per_client, read_timeout=args.read_timeout)
     return 0
 
 

@@ -32,6 +32,7 @@ try:
     from openenv.core.env_server import (Action, ConcurrencyConfig, Environment, HTTPEnvServer,
                                          Observation, SessionCapacityError, State,
                                          serialize_observation)
+    from fastapi import Request  # resolved by FastAPI from this module's names
 except ModuleNotFoundError as exc:  # the serve extra is not installed
     raise ModuleNotFoundError(f"srelib serve and RemoteEnv need OpenEnv ({exc}): "
                               "pip install 'srelib[serve]'", name=exc.name) from exc
@@ -41,13 +42,15 @@ from pydantic_core import PydanticCustomError
 from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
 from srelib.env.core import IncidentEnv
 from srelib.env.types import Status
-from srelib.server_guard import Guard
+from srelib.server_guard import Clients, Guard, client_host, timed_http
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 16
 DEFAULT_IDLE_TIMEOUT_S = 300.0
+#: Seconds a connection has to deliver a whole request (headers and body).
+DEFAULT_READ_TIMEOUT_S = 10.0
 #: Observation keys present in phase 2 only (absent, not None, in phase 1).
 PHASE2_KEYS = ("bad_commit_sha", "issue", "file_tree")
 #: Keys the environment reads from an action; anything else a policy adds stays client-side.
@@ -267,12 +270,13 @@ class _StepBody(BaseModel):
 
 
 def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
-              idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S):
+              idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S, max_per_client: int | None = None):
     """The FastAPI app: OpenEnv's routes for :class:`SreEnvironment` plus HTTP ``/sessions``.
 
-    ``max_sessions`` caps concurrent sessions (WebSocket and HTTP together); a session idle
-    for more than ``idle_timeout`` seconds is closed (None: never). OpenEnv checks for idle
-    sessions every ``max(idle_timeout / 4, 5)`` seconds.
+    ``max_sessions`` caps concurrent sessions (WebSocket and HTTP together), ``max_per_client``
+    those of one client host (None: no cap of its own); a session idle for more than
+    ``idle_timeout`` seconds is closed (None: never). OpenEnv checks for idle sessions every
+    ``max(idle_timeout / 4, 5)`` seconds.
     """
     from fastapi import FastAPI
 
@@ -280,6 +284,9 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
 
     if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
         raise ValueError(f"max_sessions must be a positive integer, got {max_sessions!r}")
+    if max_per_client is not None and (isinstance(max_per_client, bool)
+                                       or not isinstance(max_per_client, int) or max_per_client < 1):
+        raise ValueError(f"max_per_client must be a positive integer, got {max_per_client!r}")
     if idle_timeout is not None and not idle_timeout > 0:
         raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
     server = HTTPEnvServer(SreEnvironment, SreAction, SreObservation, env_name="srelib",
@@ -288,15 +295,15 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     app = FastAPI(title="srelib incident environment", version=srelib.__version__,
                   description="SRE incidents for LLM agents, served over OpenEnv's protocol.")
     server.register_routes(app, mode="simulation")
-    tokens: dict[str, str] = {}  # HTTP session id -> the token that opens it
-    _add_sessions(app, server, idle_timeout, tokens)
-    app.add_middleware(Guard, tokens=tokens)
+    clients = Clients(max_per_client)
+    _add_sessions(app, server, idle_timeout, clients)
+    app.add_middleware(Guard, clients=clients, live=lambda session: session in server._sessions)
     app.state.openenv_server = server
     return app
 
 
 def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
-                  tokens: dict[str, str]) -> None:
+                  clients: Clients) -> None:
     """HTTP sessions over OpenEnv's session registry (same cap, same idle reaper), each opened
     by the token ``POST /sessions`` returns, sent as ``X-Session-Token``."""
     from fastapi import Header, HTTPException
@@ -321,9 +328,7 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
 
     def _env(session_id: str, token: str | None) -> SreEnvironment:
         env = server._sessions.get(session_id)
-        if env is None:
-            tokens.pop(session_id, None)
-        if env is None or not secrets.compare_digest(tokens.get(session_id, ""), token or ""):
+        if env is None or session_id not in clients.tokens or clients.foreign(session_id, token):
             lapse = f"idle for more than {idle_timeout:g} s, " if idle_timeout else ""
             raise HTTPException(404, f"no session {session_id!r}: it was closed, {lapse}or "
                                      "never opened; POST /sessions opens one")
@@ -344,15 +349,17 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
                 "idle_timeout_s": idle_timeout}
 
     @app.post("/sessions", status_code=201, tags=["Sessions"], summary="Open a session")
-    async def open_session() -> dict:
-        for stale in [s for s in tokens if s not in server._sessions]:  # reaped when idle
-            del tokens[stale]
+    async def open_session(request: Request) -> dict:
+        host = client_host(request.scope)
+        if clients.full(host, lambda s: s in server._sessions):
+            raise HTTPException(429, f"this client holds {clients.max_per_client} sessions, the "
+                                     "most one client may; close one first")
         try:
             session_id, _env_ = await server._create_session()
         except SessionCapacityError as exc:
             raise HTTPException(503, f"{exc}; close a session or retry later") from exc
-        tokens[session_id] = secrets.token_urlsafe(24)
-        return {"session_id": session_id, "token": tokens[session_id]}
+        clients.tokens[session_id], clients.owners[session_id] = secrets.token_urlsafe(24), host
+        return {"session_id": session_id, "token": clients.tokens[session_id]}
 
     @app.post("/sessions/{session_id}/reset", tags=["Sessions"], summary="Start an episode")
     async def reset_session(session_id: str, body: _ResetBody | None = None,
@@ -378,7 +385,8 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
     async def close_session(session_id: str, x_session_token: str | None = Header(None)) -> dict:
         _env(session_id, x_session_token)
         await server._destroy_session(session_id)
-        tokens.pop(session_id, None)
+        clients.tokens.pop(session_id, None)
+        clients.owners.pop(session_id, None)
         return {"session_id": session_id, "closed": True}
 
 
@@ -394,19 +402,29 @@ def __getattr__(name: str):
 # running it
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
-          max_sessions: int = DEFAULT_MAX_SESSIONS,
-          idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S, log_level: str = "info") -> None:
-    """Run the server until interrupted (what ``srelib serve`` does)."""
+def _config(host: str, port: int, log_level: str, read_timeout: float, **app_options):
     import uvicorn
 
-    uvicorn.run(build_app(max_sessions=max_sessions, idle_timeout=idle_timeout), host=host,
-                port=port, log_level=log_level)
+    return uvicorn.Config(build_app(**app_options), host=host, port=port, log_level=log_level,
+                          http=timed_http(read_timeout))
+
+
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
+          max_sessions: int = DEFAULT_MAX_SESSIONS, max_per_client: int | None = None,
+          idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S,
+          read_timeout: float = DEFAULT_READ_TIMEOUT_S, log_level: str = "info") -> None:
+    """Run the server until interrupted (what ``srelib serve`` does); options as in
+    :func:`build_app`, and ``read_timeout`` (:func:`srelib.server_guard.timed_http`)."""
+    import uvicorn
+
+    uvicorn.Server(_config(host, port, log_level, read_timeout, max_sessions=max_sessions,
+                           max_per_client=max_per_client, idle_timeout=idle_timeout)).run()
 
 
 @contextmanager
 def running(host: str = DEFAULT_HOST, port: int = 0, *, max_sessions: int = DEFAULT_MAX_SESSIONS,
-            idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S, log_level: str = "warning",
+            max_per_client: int | None = None, idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S,
+            read_timeout: float = DEFAULT_READ_TIMEOUT_S, log_level: str = "warning",
             start_timeout: float = 30.0) -> Iterator[str]:
     """Serve in a background thread of this process; yields the base URL (``port=0``: any free
     port). For notebooks, tests and benchmarks; the server stops when the block ends."""
@@ -414,8 +432,8 @@ def running(host: str = DEFAULT_HOST, port: int = 0, *, max_sessions: int = DEFA
 
     import uvicorn
 
-    config = uvicorn.Config(build_app(max_sessions=max_sessions, idle_timeout=idle_timeout),
-                            host=host, port=port, log_level=log_level)
+    config = _config(host, port, log_level, read_timeout, max_sessions=max_sessions,
+                     max_per_client=max_per_client, idle_timeout=idle_timeout)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="srelib-serve", daemon=True)
     thread.start()

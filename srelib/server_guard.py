@@ -11,11 +11,17 @@
   needed to attach a WebSocket to it (``/ws?session_id=...&token=...``) or to close it through
   MCP (``POST /mcp``, ``openenv/session/close``); without it the answer is 404, as for a
   session that does not exist.
+* A client host holds at most ``Clients.max_per_client`` sessions (WebSockets and HTTP
+  sessions together): past it, a WebSocket is refused at the handshake and ``POST /sessions``
+  answers 429.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 MAX_MESSAGE_CHARS = 1 << 20
@@ -69,16 +75,40 @@ def _error(code: str, message: str) -> dict:
             "text": json.dumps({"type": "error", "data": {"message": message, "code": code}})}
 
 
-class Guard:
-    """The middleware (module doc). ``tokens`` maps an HTTP session id to its token."""
+@dataclass
+class Clients:
+    """Who holds what: each HTTP session's token and client host, and each host's open
+    WebSockets; a host may hold at most ``max_per_client`` of the two together (None: any)."""
 
-    def __init__(self, app, tokens: dict[str, str]):
-        self.app, self.tokens = app, tokens
+    max_per_client: int | None
+    tokens: dict[str, str] = field(default_factory=dict)
+    owners: dict[str, str] = field(default_factory=dict)
+    sockets: Counter = field(default_factory=Counter)
 
-    def _foreign(self, session_id: object, token: object) -> bool:
+    def full(self, host: str, live: Callable[[str], bool]) -> bool:
+        """Does ``host`` hold its ``max_per_client`` sessions (None: never)? HTTP sessions that
+        ``live`` says are gone are forgotten."""
+        for gone in [s for s in self.tokens if not live(s)]:
+            self.tokens.pop(gone)
+            self.owners.pop(gone, None)
+        held = self.sockets[host] + sum(owner == host for owner in self.owners.values())
+        return self.max_per_client is not None and held >= self.max_per_client
+
+    def foreign(self, session_id: object, token: object) -> bool:
         """Is ``session_id`` an HTTP session that ``token`` does not open?"""
         return isinstance(session_id, str) and session_id in self.tokens \
-            and self.tokens[session_id] != token
+            and not secrets.compare_digest(self.tokens[session_id], str(token or ""))
+
+
+def client_host(scope) -> str:
+    return (scope.get("client") or ("unknown", 0))[0]
+
+
+class Guard:
+    """The middleware (module doc) over ``clients``; ``live(session_id)``: is it still open?"""
+
+    def __init__(self, app, clients: Clients, live: Callable[[str], bool]):
+        self.app, self.clients, self.live = app, clients, live
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "websocket" and scope["path"] == "/ws":
@@ -91,11 +121,12 @@ class Guard:
         from urllib.parse import parse_qs
 
         query = parse_qs(scope.get("query_string", b"").decode(errors="replace"))
-        session = (query.get("session_id") or [None])[0]
-        if self._foreign(session, (query.get("token") or [None])[0]):
-            await receive()  # websocket.connect
-            return await send({"type": "websocket.close", "code": 4404,
-                               "reason": "no such session"})
+        session, host = (query.get("session_id") or [None])[0], client_host(scope)
+        refusal = "no such session" if self.clients.foreign(session, (query.get("token") or [None])[0]) \
+            else "too many sessions from this client" if self.clients.full(host, self.live) else None
+        if refusal:
+            await receive()  # websocket.connect; closing now refuses the handshake (HTTP 403)
+            return await send({"type": "websocket.close", "code": 4403, "reason": refusal})
 
         async def checked_receive():
             while True:
@@ -105,7 +136,11 @@ class Guard:
                     return message
                 await send(_error(*problem))
 
-        return await self.app(scope, checked_receive, send)
+        self.clients.sockets[host] += 1
+        try:
+            return await self.app(scope, checked_receive, send)
+        finally:
+            self.clients.sockets[host] -= 1
 
     def _refusal(self, path: str, request: object, token: str) -> tuple[int, dict] | None:
         """``(status, reply)`` refusing a parsed POST body, or None to pass it on."""
@@ -115,7 +150,7 @@ class Guard:
             return 422, {"detail": [{"loc": ["body", "seed"], "type": "int_type",
                                      "msg": "seed must be an integer, not a bool or a string"}]}
         params = request.get("params")
-        if path == "/mcp" and isinstance(params, dict) and self._foreign(params.get("session_id"), token):
+        if path == "/mcp" and isinstance(params, dict) and self.clients.foreign(params.get("session_id"), token):
             return 404, {"jsonrpc": "2.0", "id": request.get("id"),
                          "error": {"code": -32602, "message": "no such session"}}
         return None
@@ -152,3 +187,48 @@ async def _respond(send: Callable, status: int, content: dict) -> None:
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(data)).encode())]})
     await send({"type": "http.response.body", "body": data})
+
+
+def timed_http(read_timeout: float):
+    """uvicorn's h11 protocol with a read timeout: a connection must deliver each request whole
+    (headers and body) within ``read_timeout`` seconds of its first byte, or of connecting,
+    or it is closed (slow clients cannot hold sockets). Idle keep-alive is uvicorn's own."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimedH11Protocol(H11Protocol):
+        _timer = None
+
+        def _arm(self) -> None:
+            if self._timer is None:
+                self._timer = self.loop.call_later(read_timeout, self._timed_out)
+
+        def _disarm(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _timed_out(self) -> None:
+            self._timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            self._arm()
+            super().data_received(data)
+            if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
+                self._disarm()
+
+        def handle_websocket_upgrade(self, event) -> None:
+            self._disarm()
+            super().handle_websocket_upgrade(event)
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return TimedH11Protocol

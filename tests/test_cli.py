@@ -84,9 +84,9 @@ def test_report_and_demo_check_their_output_folders_too(tmp_path):
 def test_seed_count_must_be_at_least_one(tmp_path):
     for count in ("0", "-3"):
         line = _eval_error(tmp_path, "--seeds", count, "--out", tmp_path / "r")
-        assert line.endswith(f"seeds must be >= 1 (a count of seeds), got {count}")
+        assert line.endswith(f"a seed count must be between 1 and 1000000, got '{count}'")
     line = _eval_error(tmp_path, "--seeds", "4,-1", "--out", tmp_path / "r")
-    assert "a seed list holds seeds >= 0" in line
+    assert "a seed list holds 1 to 1000000 seeds in [0, " in line
     assert not (tmp_path / "r").exists(), "a rejected command creates nothing"
 
 
@@ -109,7 +109,7 @@ def test_pool_and_worker_errors_offer_only_what_a_command_line_can_say(tmp_path)
     assert line.endswith("unknown pools ['Z']; valid pools: A, B, C, D")
     assert "None" not in line
     line = _eval_error(tmp_path, "--workers", "0", "--out", tmp_path / "r")
-    assert "--workers: must be a whole number >= 1, got '0'" in line
+    assert "--workers: must be a whole number from 1 to 256, got '0'" in line
 
 
 def test_console_script_is_installed():
@@ -203,6 +203,7 @@ BAD_INPUT = [
     ["agent", "measure", "/nonexistent"], ["agent", "measure", "--seeds", "-1"],
     ["serve", "--port", "99999"], ["serve", "--port", "abc"], ["serve", "--max-sessions", HUGE],
     ["serve", "--idle-timeout", "0"], ["serve", "--host", "999.1.1.1"], ["serve", "--host", "x" * 300],
+    ["serve", "--max-per-client", "0"], ["serve", "--read-timeout", "1e9"],
 ]
 
 

@@ -508,3 +508,35 @@ def test_fuzzed_websocket_http_and_mcp_messages_get_well_formed_replies(url):
         assert json.loads(ws.recv(timeout=30))["type"] == "state"
     assert requests.get(f"{url}/health", timeout=10).status_code == 200
     assert client.delete(f"{url}/sessions/{session}", timeout=10).status_code == 200
+
+
+def test_one_client_holds_at_most_its_share_of_sessions():
+    with running(max_sessions=4, max_per_client=2) as base:
+        first, client = open_session(base)
+        with _ws(base) as ws:
+            with pytest.raises(Exception, match="403"):
+                _ws(base).close()
+            got = requests.post(f"{base}/sessions", timeout=10)
+            assert got.status_code == 429 and "close one first" in got.json()["detail"]
+            ws.send(json.dumps({"type": "state"}))
+            assert json.loads(ws.recv(timeout=10))["type"] == "state"
+        client.delete(f"{base}/sessions/{first}", timeout=10)
+        wait_for(lambda: active_sessions(base) == 0, 10, "closed sessions free the client's share")
+        with _ws(base), _ws(base):
+            assert active_sessions(base) == 2
+
+
+def test_slow_and_silent_connections_are_dropped_after_the_read_timeout():
+    import socket
+
+    with running(read_timeout=1) as base:
+        port = int(base.rsplit(":", 1)[1])
+        conns = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+        conns[1].sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+        conns[2].sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        started = time.monotonic()
+        for conn in conns:
+            assert conn.recv(1024) == b"", "the server closes the connection"
+            conn.close()
+        assert time.monotonic() - started < 5
+        assert requests.get(f"{base}/health", timeout=10).status_code == 200
