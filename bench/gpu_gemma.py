@@ -7,10 +7,12 @@ capability 8.0 or newer), else fp32 (``resolve_dtype("auto")``; never fp16). The
 tokenizer is the tiny offline one from ``srelib.tiny_model.tiny_chat_model``; the model's ids are
 mapped into its vocabulary modulo its size before decoding. For each batch size, that many
 joint episodes run in lockstep through ``HFTransformersChatPolicy.act_batch``
-(``srelib.lockstep.run_lockstep``), once with kept KV caches (``kv_cache=True``: each step
-prefills only the new turn) and once re-encoding every prompt (``kv_cache=False``). A random
+(``srelib.lockstep.run_lockstep``), once per ``--kv-caches`` setting: kept KV caches
+(``true``: each step prefills only the new turn), re-encoding every prompt (``false``) and
+``auto`` (the policy's default, which picks one for the device; the row says which). A random
 model's replies do not parse, so each episode ends after the policy's ``max_failures`` (3)
-steps: every step generates ``--max-new-tokens`` tokens per episode. Reports generated
+steps: every step generates up to ``--max-new-tokens`` tokens per episode (fewer where a lane's
+reply happens to close a JSON object, the same lanes in every setting). Reports generated
 tokens/s, episodes/min, prompt and prefilled tokens and peak GPU memory per run as JSON, on
 stdout and in ``$OUT/gpu_bench.json`` when ``OUT`` is set.
 
@@ -137,7 +139,8 @@ def rollouts(policy, batch_size: int, max_steps: int) -> dict:
     generated = sum(r["completion_tokens"] or 0 for r in records)
     prompt = sum(r["prompt_tokens"] or 0 for r in records)
     peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None
-    return {"batch_size": batch_size, "kv_cache": policy.kv_cache, "wall_s": round(wall, 3),
+    return {"batch_size": batch_size, "kv_cache_setting": policy.kv_cache_setting,
+            "kv_cache": policy.kv_cache, "wall_s": round(wall, 3),
             "steps": sum(1 for e in episodes for r in e.steps if r["step"] > 0),
             "generated_tokens": generated, "prompt_tokens": prompt,
             "prefill_tokens": sum(r["prefill_tokens"] for r in records),
@@ -146,18 +149,10 @@ def rollouts(policy, batch_size: int, max_steps: int) -> dict:
             "episodes_per_min": round(60 * batch_size / wall, 1)}
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tiny", action="store_true", help="tiny config (CPU check)")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=None)
-    parser.add_argument("--max-new-tokens", type=int, default=None)
-    parser.add_argument("--max-steps", type=int, default=3, help="step cap per episode")
-    parser.add_argument("--obs-chars", type=int, default=1500, help="observation text per turn")
-    parser.add_argument("--model-dir", help="where to build (or reuse) the tiny tokenizer")
-    args = parser.parse_args(argv)
-    batch_sizes = args.batch_sizes or ([1, 2, 4] if args.tiny else [1, 8, 32])
-    max_new_tokens = args.max_new_tokens or (8 if args.tiny else 64)
-
+def bench(tiny: bool, batch_sizes: list[int], kv_caches: list, max_new_tokens: int,
+          max_steps: int = 3, obs_chars: int = 1500, model_dir: str | None = None) -> dict:
+    """Build the model, warm each policy up with one step, then time ``rollouts`` for every
+    batch size and kv_cache setting; the summary as a dict."""
     import torch
     from transformers import AutoTokenizer
 
@@ -165,28 +160,50 @@ def main(argv: list[str] | None = None) -> dict:
     from srelib.tiny_model import tiny_chat_model
 
     started = time.perf_counter()
-    cuda = torch.cuda.is_available()
-    device = "cuda" if cuda else "cpu"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = resolve_dtype("auto")
     tokenizer = AutoTokenizer.from_pretrained(tiny_chat_model(
-        args.model_dir or Path(tempfile.gettempdir()) / "srelib-bench-tiny-model"))
-    config = TINY if args.tiny else GEMMA3_1B
-    model = build_model(config, tokenizer, device, dtype)
+        model_dir or Path(tempfile.gettempdir()) / "srelib-bench-tiny-model"))
+    model = build_model(TINY if tiny else GEMMA3_1B, tokenizer, device, dtype)
     built = time.perf_counter() - started
     policies = [HFTransformersChatPolicy(
         model=model, tokenizer=ModuloTokenizer(tokenizer), temperature=0.0,
-        max_new_tokens=max_new_tokens, obs_chars=args.obs_chars, max_history=4,
-        max_prompt_chars=4 * args.obs_chars, max_batch_size=max(batch_sizes), kv_cache=cached,
-        name="gemma3-1b") for cached in (True, False)]
+        max_new_tokens=max_new_tokens, obs_chars=obs_chars, max_history=4,
+        max_prompt_chars=4 * obs_chars, max_batch_size=max(batch_sizes), kv_cache=setting,
+        name="gemma3-1b") for setting in kv_caches]
     for policy in policies:
         rollouts(policy, 1, 1)  # warm-up: kernels, allocator
-    results = [rollouts(policy, b, args.max_steps) for b in batch_sizes for policy in policies]
-    return emit({
-        **describe_run(args.tiny, sum(p.numel() for p in model.parameters()), dtype),
-        "max_new_tokens": max_new_tokens, "max_steps": args.max_steps,
-        "obs_chars": args.obs_chars, "build_s": round(built, 1), "results": results,
-        "total_s": round(time.perf_counter() - started, 1),
-    }, "gpu_bench.json")
+    results = []
+    for b in batch_sizes:
+        for policy in policies:
+            results.append(rollouts(policy, b, max_steps))
+            print(f"gpu_gemma: {json.dumps(results[-1])}", flush=True)
+    return {**describe_run(tiny, sum(p.numel() for p in model.parameters()), dtype),
+            "max_new_tokens": max_new_tokens, "max_steps": max_steps, "obs_chars": obs_chars,
+            "build_s": round(built, 1), "results": results,
+            "total_s": round(time.perf_counter() - started, 1)}
+
+
+def kv_setting(text: str):
+    """``true``/``false``/``auto`` as the policy's ``kv_cache`` argument."""
+    return {"true": True, "false": False, "auto": "auto"}[text]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true", help="tiny config (CPU check)")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=None)
+    parser.add_argument("--kv-caches", type=kv_setting, nargs="+", default=[True, False, "auto"],
+                        metavar="{true,false,auto}")
+    parser.add_argument("--max-new-tokens", type=int, default=None)
+    parser.add_argument("--max-steps", type=int, default=3, help="step cap per episode")
+    parser.add_argument("--obs-chars", type=int, default=1500, help="observation text per turn")
+    parser.add_argument("--model-dir", help="where to build (or reuse) the tiny tokenizer")
+    args = parser.parse_args(argv)
+    summary = bench(args.tiny, args.batch_sizes or ([1, 2, 4] if args.tiny else [1, 8, 32]),
+                    args.kv_caches, args.max_new_tokens or (8 if args.tiny else 64),
+                    args.max_steps, args.obs_chars, args.model_dir)
+    return emit(summary, "gpu_bench.json")
 
 
 if __name__ == "__main__":

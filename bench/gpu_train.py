@@ -68,23 +68,71 @@ def train(folder: str, four_bit: bool, args, scratch: Path) -> dict:
     sft = measured("sft", lambda: lora_warm_start(
         model, tokenizer, scratch / f"sft-{four_bit}", seeds=range(1), pools=["C"],
         max_steps=args.sft_steps, batch_size=2, gradient_accumulation_steps=1,
+        max_length=args.sft_max_length,
         learning_rate=1e-3, logging_steps=1, disable_tqdm=True))
     losses = [h["loss"] for h in sft.state.log_history if "loss" in h]
     result["sft"] = {"first_loss": losses[0], "last_loss": losses[-1],
                      "trainable_params": trainable(sft.model)}
+    player = lora_policy(sft.model, tokenizer, "lora")
+    player.max_new_tokens = args.play_tokens or player.max_new_tokens
     played = measured("play", lambda: evaluate(
-        {"lora": lora_policy(sft.model, tokenizer, "lora")}, tasks=["memory_leak"],
-        pools=["C"], seeds=[1000], max_steps=3, progress=False))
+        {"lora": player}, tasks=["memory_leak"], pools=["C"], seeds=[1000], max_steps=3,
+        progress=False))
     result["play"] = {"steps": int(played["p1_steps"].sum() + played["p2_steps"].sum()),
-                      "ended_by": played["ended_by"].iloc[0]}
+                      "ended_by": played["ended_by"].iloc[0], "policy": repr(player),
+                      "max_new_tokens": player.max_new_tokens}
+    print(f"gpu_train: four_bit={four_bit} sft {result['sft_s']} s, play {result['play_s']} s",
+          flush=True)
     grpo = measured("grpo", lambda: grpo_train(
         sft.model, tokenizer, scratch / f"grpo-{four_bit}", steps=args.grpo_steps,
-        num_generations=4, max_completion_length=1024, max_turns=4, disable_tqdm=True))
+        num_generations=4, max_completion_length=args.grpo_completion, max_turns=4,
+        disable_tqdm=True))
     result["grpo"] = [{"step": h["step"], "reward": h["reward"], "kl": h["kl"],
                        "parse_failure_rate": h["rewards/parse_failure_rate/mean"]}
                       for h in grpo.state.log_history if "reward" in h]
     result["grpo_trainable_params"] = trainable(grpo.model)
     return result
+
+
+def add_budget_options(parser) -> None:
+    """The options that bound the episode played and GRPO's completions."""
+    parser.add_argument("--play-tokens", type=int, default=None,
+                        help="new tokens per reply in the episode played (default: the recipe's)")
+    parser.add_argument("--grpo-completion", type=int, default=1024,
+                        help="GRPO's max_completion_length (tokens of a rollout)")
+    parser.add_argument("--sft-max-length", type=int, default=8192,
+                        help="tokens of an SFT conversation (its start is cut beyond)")
+
+
+def save_model(folder: Path, tiny: bool) -> str:
+    """The Gemma-3-1B architecture (or the tiny config) with random weights and the tiny
+    tokenizer in its tool format, saved in ``folder`` (built once, then reused)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from srelib.policies.hf_chat import resolve_dtype
+    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.chat_format import use_tool_format
+
+    if not (folder / "config.json").exists():
+        tokenizer = use_tool_format(AutoTokenizer.from_pretrained(
+            tiny_chat_model(Path(tempfile.gettempdir()) / "srelib-bench-tiny-model")))
+        config = dict(TINY if tiny else GEMMA3_1B, vocab_size=len(tokenizer))
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = build_model(config, tokenizer, device, resolve_dtype("auto"))
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def saved_params(folder: str) -> int:
+    """How many parameters the model saved in ``folder`` has."""
+    import math
+
+    from safetensors import safe_open
+
+    with safe_open(str(Path(folder) / "model.safetensors"), "pt") as weights:
+        return sum(math.prod(weights.get_slice(k).get_shape()) for k in weights.keys())
 
 
 def trainable(model) -> int:
@@ -97,29 +145,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tiny", action="store_true", help="tiny config (CPU check)")
     parser.add_argument("--sft-steps", type=int, default=20)
     parser.add_argument("--grpo-steps", type=int, default=2)
+    add_budget_options(parser)
     args = parser.parse_args(argv)
 
-    import torch
-    from transformers import AutoTokenizer
-
     from srelib.policies.hf_chat import resolve_dtype
-    from srelib.tiny_model import tiny_chat_model
-    from srelib.training.chat_format import use_tool_format
 
     started = time.perf_counter()
-    cuda = torch.cuda.is_available()
     with tempfile.TemporaryDirectory(prefix="srelib-gpu-train-") as scratch:
         scratch = Path(scratch)
-        tokenizer = use_tool_format(AutoTokenizer.from_pretrained(
-            tiny_chat_model(scratch / "tokenizer")))
-        config = dict(TINY if args.tiny else GEMMA3_1B, vocab_size=len(tokenizer))
-        model = build_model(config, tokenizer, "cuda" if cuda else "cpu", resolve_dtype("auto"))
-        params = sum(p.numel() for p in model.parameters())
-        folder = str(scratch / "model")
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-        del model
+        folder = save_model(scratch / "model", args.tiny)
         runs = [train(folder, four_bit, args, scratch) for four_bit in (False, True)]
+        params = saved_params(folder)
     return emit({**describe_run(args.tiny, params, resolve_dtype("auto")), "runs": runs,
                  "total_s": round(time.perf_counter() - started, 1)}, "gpu_train.json")
 

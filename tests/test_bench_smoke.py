@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,8 +104,10 @@ def test_gpu_script_runs_tiny_on_cpu(tmp_path, tiny_model_dir):
         env={**os.environ, "OUT": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "gpu_bench.json").read_text())
-    assert [(r["batch_size"], r["kv_cache"]) for r in summary["results"]] == [
-        (1, True), (1, False), (2, True), (2, False)]
+    assert [(r["batch_size"], r["kv_cache_setting"], r["kv_cache"])
+            for r in summary["results"]] == [
+        (1, True, True), (1, False, False), (1, "auto", True),  # auto keeps caches on a CPU
+        (2, True, True), (2, False, False), (2, "auto", True)]
     for result in summary["results"]:
         assert result["generated_tokens"] > 0 and result["episodes_per_min"] > 0
         cached = result["prompt_tokens"] - result["prefill_tokens"]
@@ -130,6 +133,16 @@ def test_gpu_training_script_runs_tiny_on_cpu(tmp_path):
         assert [log["step"] for log in run["grpo"]] == [1]
         assert run["play"]["steps"] > 0
         assert 0 < run["sft"]["trainable_params"] == run["grpo_trainable_params"] < summary["params"]
+
+
+def test_gpu_check_cuts_a_stage_at_its_limit_and_goes_on(tmp_path):
+    """A stage past its time limit is killed (its whole process group) and reported as cut."""
+    import gpu_check
+
+    started = time.perf_counter()
+    stage = gpu_check.supervise("rollout", 3, True, tmp_path)
+    assert stage["status"] == "cut at its 3 s limit" and "result" not in stage
+    assert time.perf_counter() - started < 30
 
 
 def test_run_all_prints_one_table(tmp_path):
