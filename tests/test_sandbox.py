@@ -566,9 +566,10 @@ def test_the_fix_copying_patch_scores_nothing_or_is_refused_at_every_level(attac
     attack works); a weaker one refuses to grade, or grades unverified when opted in."""
     from srelib.env.grading import repair_credit
 
-    if attacked not in HERE:
+    if attacked not in HERE and attacked != "rlimits-only":  # which every machine can run
         pytest.skip(f"isolation level {attacked!r} cannot run on this machine")
-    monkeypatch.setattr(sandbox, "available_levels", lambda: HERE[HERE.index(attacked):])
+    weaker = HERE[HERE.index(attacked):] if attacked in HERE else (attacked,)
+    monkeypatch.setattr(sandbox, "available_levels", lambda: weaker)
     monkeypatch.delenv(sandbox.SANDBOX_ENV, raising=False)
     attack = _fix_copying_patch(ATTACK_SOURCES)
     if attacked not in sandbox.HOLDING_LEVELS:
