@@ -9,7 +9,8 @@ mapped into its vocabulary modulo its size before decoding. For each batch size,
 joint episodes run in lockstep through ``HFTransformersChatPolicy.act_batch``
 (``srelib.lockstep.run_lockstep``), once per ``--kv-caches`` setting: kept KV caches
 (``true``: each step prefills only the new turn), re-encoding every prompt (``false``) and
-``auto`` (the policy's default, which picks one for the device; the row says which). A random
+``auto`` (the policy's default, which picks one for the device; the row says which), and
+``static`` on request (re-encoding into a static cache, which ``generate`` compiles on CUDA). A random
 model's replies do not parse, so each episode ends after the policy's ``max_failures`` (3)
 steps: every step generates up to ``--max-new-tokens`` tokens per episode (fewer where a lane's
 reply happens to close a JSON object, the same lanes in every setting). Reports generated
@@ -140,7 +141,8 @@ def rollouts(policy, batch_size: int, max_steps: int) -> dict:
     prompt = sum(r["prompt_tokens"] or 0 for r in records)
     peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None
     return {"batch_size": batch_size, "kv_cache_setting": policy.kv_cache_setting,
-            "kv_cache": policy.kv_cache, "wall_s": round(wall, 3),
+            "kv_cache": policy.kv_cache, "static_cache": policy.static_cache,
+            "wall_s": round(wall, 3),
             "steps": sum(1 for e in episodes for r in e.steps if r["step"] > 0),
             "generated_tokens": generated, "prompt_tokens": prompt,
             "prefill_tokens": sum(r["prefill_tokens"] for r in records),
@@ -169,7 +171,8 @@ def bench(tiny: bool, batch_sizes: list[int], kv_caches: list, max_new_tokens: i
     policies = [HFTransformersChatPolicy(
         model=model, tokenizer=ModuloTokenizer(tokenizer), temperature=0.0,
         max_new_tokens=max_new_tokens, obs_chars=obs_chars, max_history=4,
-        max_prompt_chars=4 * obs_chars, max_batch_size=max(batch_sizes), kv_cache=setting,
+        max_prompt_chars=4 * obs_chars, max_batch_size=max(batch_sizes),
+        kv_cache=False if setting == "static" else setting, static_cache=setting == "static",
         name="gemma3-1b") for setting in kv_caches]
     for policy in policies:
         rollouts(policy, 1, 1)  # warm-up: kernels, allocator
@@ -185,8 +188,8 @@ def bench(tiny: bool, batch_sizes: list[int], kv_caches: list, max_new_tokens: i
 
 
 def kv_setting(text: str):
-    """``true``/``false``/``auto`` as the policy's ``kv_cache`` argument."""
-    return {"true": True, "false": False, "auto": "auto"}[text]
+    """``true``/``false``/``auto`` as the policy's ``kv_cache`` argument; ``static`` as is."""
+    return {"true": True, "false": False, "auto": "auto", "static": "static"}[text]
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -194,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tiny", action="store_true", help="tiny config (CPU check)")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=None)
     parser.add_argument("--kv-caches", type=kv_setting, nargs="+", default=[True, False, "auto"],
-                        metavar="{true,false,auto}")
+                        metavar="{true,false,auto,static}")
     parser.add_argument("--max-new-tokens", type=int, default=None)
     parser.add_argument("--max-steps", type=int, default=3, help="step cap per episode")
     parser.add_argument("--obs-chars", type=int, default=1500, help="observation text per turn")

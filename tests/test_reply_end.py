@@ -107,10 +107,12 @@ def test_tool_call_reply_stops_at_its_close(tiny_path, monkeypatch):
     assert policy.read_tool_call(prompt, reply) == policy.read_tool_call(prompt, TOOL_CALL + GARBAGE)
 
 
-def test_greedy_replies_equal_transformers_own_generate(tiny_path):
+@pytest.mark.parametrize("cache", [{"kv_cache": True}, {"kv_cache": False},
+                                   {"static_cache": True}], ids=["kept", "reencoded", "static"])
+def test_greedy_replies_equal_transformers_own_generate(tiny_path, cache):
     import torch
 
-    policy = _policy(tiny_path, stop_at_action=False, kv_cache=True)
+    policy = _policy(tiny_path, stop_at_action=False, **cache)
     prompts = [policy.chat_prompt([{"role": "user", "content": text}])
                for text in ("Checkout is failing", "orders degraded after a deploy; p99 up")]
     for _ in range(2):  # the second call reuses the kept caches
@@ -125,7 +127,7 @@ def test_greedy_replies_equal_transformers_own_generate(tiny_path):
         assert replies == policy.tokenizer.batch_decode(output[:, width:], skip_special_tokens=True)
         prompts = [p + r + "<end_of_turn>\n<start_of_turn>user\nmore<end_of_turn>\n"
                    "<start_of_turn>model\n" for p, r in zip(prompts, replies)]
-    assert policy.usage[-1]["cached_tokens"] > 0
+    assert (policy.usage[-1]["cached_tokens"] > 0) == policy.kv_cache
 
 
 def test_auto_keeps_caches_except_on_cuda(tiny_path):
@@ -138,3 +140,5 @@ def test_auto_keeps_caches_except_on_cuda(tiny_path):
         resolve_kv_cache("sometimes", torch.device("cpu"))
     policy = _policy(tiny_path)
     assert policy.kv_cache is True and "kv_cache=True ('auto')" in repr(policy)
+    with pytest.raises(ValueError, match="static_cache"):
+        _policy(tiny_path, kv_cache=True, static_cache=True)

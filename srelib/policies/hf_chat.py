@@ -14,6 +14,10 @@ prefix is encoded once for all lanes; lanes are bucketed by how much they must p
 prefill dominates, and re-encodes every prompt on CUDA, where a prefill costs milliseconds and
 re-encoding measured faster (``bench/gpu_gemma.py``); ``True``/``False`` force either. A reply
 ends once its action is complete (:mod:`srelib.policies.reply_end`), or at ``max_new_tokens``.
+``static_cache=True`` re-encodes into transformers' static cache instead, sized in steps of
+:data:`STATIC_CACHE_STEP` tokens so that calls share shapes: on CUDA ``generate`` then compiles
+its decoding step (one compilation per batch size and cache size), which pays only over many
+calls of the same shapes.
 Greedy decoding (``temperature=0``) gives the same replies batched or one at a time, cached or
 not.
 """
@@ -35,6 +39,8 @@ from srelib.policies.saved import saved_settings
 log = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "bfloat16", "float32")
+#: Static caches are sized up to a multiple of this many tokens.
+STATIC_CACHE_STEP = 1024
 #: Prompt settings for a model saved without its own (see srelib.policies.saved).
 _PROMPT_DEFAULTS = {"system_prompt": SYSTEM_PROMPT, "obs_chars": 6000, "max_history": 6,
                     "max_prompt_chars": 24000, "max_new_tokens": 512, "tools": False}
@@ -160,7 +166,8 @@ class HFTransformersChatPolicy(ChatPolicyBase):
                  max_failures: int = 3, obs_chars: int | None = None,
                  max_prompt_chars: int | None = None, kv_cache: bool | str = "auto",
                  tools: bool | None = None, system_prompt: str | None = None,
-                 name: str | None = None, stop_at_action: bool = True):
+                 name: str | None = None, stop_at_action: bool = True,
+                 static_cache: bool = False):
         source = model_id_or_path or model_id
         if source is None and (model is None or tokenizer is None):
             raise ValueError("give model_id_or_path, or both model= and tokenizer=")
@@ -190,8 +197,10 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         self.model_id = source or getattr(model.config, "name_or_path", "model")
         self.name = name or f"hf:{self.model_id}"
         self.folds_system: bool | None = None  # learnt from the template on first use
-        self.kv_cache_setting = kv_cache
-        self.kv_cache = resolve_kv_cache(kv_cache, self._device())
+        if static_cache and kv_cache is True:
+            raise ValueError("static_cache re-encodes every prompt; use kv_cache=False or 'auto'")
+        self.kv_cache_setting, self.static_cache = kv_cache, bool(static_cache)
+        self.kv_cache = resolve_kv_cache(kv_cache, self._device()) and not self.static_cache
         self.stop_at_action = bool(stop_at_action)
         self._object_tables: ObjectTables | None = None
         self._prefixes = PrefixCache()
@@ -333,9 +342,13 @@ class HFTransformersChatPolicy(ChatPolicyBase):
             input_ids[r, total - length:] = row.ids
             mask[r, total - length:] = 1
         options = self._generation_options()
-        batch = kv_cache.batch_cache(bucket, past, pasts, total + self.max_new_tokens,
-                                     self.model.config, weight)
-        options["cache"] = batch.cache
+        capacity = total + self.max_new_tokens
+        if self.static_cache:
+            step = STATIC_CACHE_STEP
+            options.update(cache_implementation="static", max_cache_len=-(-capacity // step) * step)
+        else:
+            batch = kv_cache.batch_cache(bucket, past, pasts, capacity, self.model.config, weight)
+            options["cache"] = batch.cache
         for row in bucket:
             row.source = None  # copied into the batch: free the previous turn's tensors early
         start = time.perf_counter()
@@ -346,7 +359,6 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         new_tokens = output[:, total:].cpu()
         produced = self._produced(new_tokens)
         decoded = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        held = batch.cache.get_seq_length()
         for r, (row, text, n) in enumerate(zip(bucket, decoded, produced)):
             texts[row.item] = text
             length = int(row.ids.shape[0])
@@ -356,7 +368,8 @@ class HFTransformersChatPolicy(ChatPolicyBase):
                 "cached_tokens": pasts[r], "kv_cache": self.kv_cache}))
             if self.kv_cache:
                 first = total - length
-                ids = torch.cat([row.ids, new_tokens[r, :n]])[:held - first]
+                held = batch.cache.get_seq_length() - first
+                ids = torch.cat([row.ids, new_tokens[r, :n]])[:held]
                 kept.append(batch.row(r, first, ids))
 
     def _produced(self, new_tokens) -> list[int]:
