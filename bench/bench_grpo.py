@@ -8,7 +8,7 @@ settings and measures it again the same way. Prints the curve (reward, KL, parse
 per step, in blocks), both score tables and the change of the score, paired on the same
 incidents; ``--json`` keeps everything.
 
-    python bench/bench_grpo.py --steps 100 --agent ~/.cache/srelib/agent-v3
+    python bench/bench_grpo.py --steps 100 --agent "$(srelib agent path)"
 """
 
 from __future__ import annotations

@@ -131,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--text", action="store_true",
                        help="answer with JSON text instead of tool calls")
     train.set_defaults(run=_cmd_agent_train, parser=train)
+    path = agent_sub.add_parser("path", help="print the folder where 'srelib agent train' saves "
+                                "the agent of this checkout and machine class")
+    path.set_defaults(run=_cmd_agent_path, parser=path)
     measure = agent_sub.add_parser("measure", parents=[grading], help="parse-failure rate and score against the "
                                    "null policy on held-out seeds of the train tasks")
     measure.add_argument("folder", nargs="?", default=None, help="a saved agent (default: "
@@ -173,6 +176,13 @@ def _cmd_agent_train(args) -> int:
             print(f"The agent is already saved in {saved}.")
             return 0
     train_agent(args.out, **options)
+    return 0
+
+
+def _cmd_agent_path(args) -> int:
+    from srelib.training.agent import default_agent_dir
+
+    print(default_agent_dir())
     return 0
 
 

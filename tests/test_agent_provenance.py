@@ -65,11 +65,11 @@ def test_a_save_appears_whole_or_not_at_all(tmp_path):
     target = tmp_path / "agent-abc"
     with pytest.raises(OSError, match="disk full"):
         agent_module.save_agent(target, _Saves("config.json", fail=True),
-                                _Saves("tokenizer.json"), {"obs_chars": 10})
+                                _Saves("tokenizer.json"), {"obs_chars": 1200})
     assert list(tmp_path.iterdir()) == []
     record = {"key": "abc", "cpu_capability": "AVX2"}
     agent_module.save_agent(target, _Saves("config.json"), _Saves("tokenizer.json"),
-                            {"obs_chars": 10}, record)
+                            {"obs_chars": 1200}, record)
     assert agent_module.find_agent(target) == str(target)
     assert json.loads((target / agent_module.PROVENANCE_FILE).read_text()) == record
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent-abc"]
@@ -81,7 +81,7 @@ def test_make_agents_command_trains_nothing_when_the_agent_is_saved(tmp_path, mo
 
     monkeypatch.setenv("SRELIB_AGENT_HOME", str(tmp_path))
     agent_module.save_agent(agent_module.default_agent_dir(), _Saves("config.json"),
-                            _Saves("tokenizer.json"), {"obs_chars": 10})
+                            _Saves("tokenizer.json"), {"obs_chars": 1200})
     untrained = functools.wraps(agent_module.train_agent)(lambda *a, **k: pytest.fail("trained"))
     monkeypatch.setattr(agent_module, "train_agent", untrained)
     assert main(["agent", "train", "--if-missing"]) == 0

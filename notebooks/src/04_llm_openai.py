@@ -178,7 +178,9 @@ print(f"{len(frame)} episodes over {len(tasks)} tasks, {len(calls)} model calls,
 # %% [markdown]
 # **Checked on every run.** What the model's numbers must show: required of the small agent
 # (a ✗ stops the notebook), reported for any other model; then the `null` baseline's scores,
-# the same on every machine.
+# the same on every machine. The bound on unreadable replies is looser than in notebooks 05
+# and 07: `transformers serve` refuses the agent's tool calls, so it answers in text here, and
+# the server fails a few calls, a varying number from run to run (about 10% of the steps).
 
 # %%
 from IPython.display import Markdown, display
@@ -186,7 +188,7 @@ from IPython.display import Markdown, display
 from srelib.stats import summary_table, to_markdown
 from srelib.training.claims import agent_claims, check
 
-check(agent_claims(pd.concat([frame, null], ignore_index=True), "llm"),
+check(agent_claims(pd.concat([frame, null], ignore_index=True), "llm", max_unreadable=0.25),
       required=stand_in == "agent")
 display(Markdown(to_markdown(summary_table(null))))
 

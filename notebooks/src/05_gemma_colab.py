@@ -187,12 +187,13 @@ display(Markdown(to_markdown(summary_table(frame)[order])))
 # %% [markdown]
 # **Checked on every run.** What the model's numbers must show: required of the small agent
 # (a ✗ stops the notebook), reported for Gemma or any other model; then the baselines' scores,
-# which are the same on every machine.
+# which are the same on every machine. Few episodes of the model (four by default) make a coarse
+# rate, so the bound on unreadable replies is 20% here (notebook 07 holds the agent to 10%).
 
 # %%
 from srelib.training.claims import agent_claims, check
 
-check(agent_claims(frame, model_name), required=agent is not None)
+check(agent_claims(frame, model_name, max_unreadable=0.20), required=agent is not None)
 display(Markdown(to_markdown(summary_table(baseline_frame)[BASELINES])))
 
 # %%
