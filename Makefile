@@ -31,9 +31,14 @@ setup: $(STAMP)
 agent: $(STAMP)
 	$(BIN)/python -m srelib agent train --if-missing
 
+# the tests run on two processes (pytest-xdist), and so do the notebooks, each one whole on one
 test: $(STAMP) agent
-	$(BIN)/python -m pytest -q tests
-	$(BIN)/python -m pytest -q --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
+	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
+
+# while developing: every test but those marked slow (tests/conftest.py), no notebooks
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m "not slow" tests
 
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m srelib demo --out results

@@ -1,7 +1,8 @@
 """Notebook suite wall time: the whole nbval run, as ``make test`` runs it.
 
     python bench/bench_notebooks.py
-    # runs: python -m pytest -q --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
+    # runs: python -m pytest -q -n 2 --dist loadfile --nbval --nbval-sanitize-with \
+    #       notebooks/sanitize.cfg notebooks
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ if __package__ in (None, ""):
 from common import REPO_ROOT, Row, base_parser, report  # noqa: E402
 
 TARGET_S = 150.0
-COMMAND = ("-m", "pytest", "-q", "--nbval", "--nbval-sanitize-with",
-           "notebooks/sanitize.cfg", "notebooks")
+COMMAND = ("-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "--nbval",
+           "--nbval-sanitize-with", "notebooks/sanitize.cfg", "notebooks")
 
 
 def notebooks(root: Path = REPO_ROOT) -> list[Path]:

@@ -34,8 +34,8 @@ NOTEBOOKS = ROOT / "notebooks"
 AGENT_NOTEBOOKS = ("04_llm_openai.ipynb", "05_gemma_colab.ipynb", "07_train.ipynb")
 #: Kernel levels from the highest; ATEN_CPU_CAPABILITY can only lower torch's choice.
 LEVELS = ("AVX512", "AVX2", "DEFAULT")
-NBVAL = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
-         "--nbval-sanitize-with", str(NOTEBOOKS / "sanitize.cfg")]
+NBVAL = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist",
+         "loadfile", "--nbval", "--nbval-sanitize-with", str(NOTEBOOKS / "sanitize.cfg")]
 
 
 def python(code: str, env: dict) -> str:
