@@ -14,10 +14,12 @@ recorded. Held to: no failed episode, every bad frame answered, and RSS flat aft
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -50,24 +52,29 @@ async def _episode(url: str, job, latencies: list) -> None:
 
 
 async def _bad_client(url: str, deadline: float, counts: dict) -> None:
+    """Malformed frames on one WebSocket, reconnecting (and counting it) if it is lost."""
     from websockets.asyncio.client import connect
 
-    async with connect(url.replace("http", "ws") + "/ws", max_size=None, open_timeout=None) as ws:
-        for frame in itertools.cycle(BAD_FRAMES):
-            if time.monotonic() > deadline:
-                return
-            await ws.send(frame)
-            reply = json.loads(await ws.recv())
-            counts["bad_frames"] += 1
-            counts["answered"] += reply.get("type") == "error"
-            await asyncio.sleep(0.2)
+    frames = itertools.cycle(BAD_FRAMES)
+    while time.monotonic() < deadline:
+        try:
+            async with connect(url.replace("http", "ws") + "/ws", max_size=None) as ws:
+                while time.monotonic() < deadline:
+                    await ws.send(next(frames))
+                    reply = json.loads(await ws.recv())
+                    counts["bad_frames"] += 1
+                    counts["answered"] += reply.get("type") == "error"
+                    await asyncio.sleep(0.2)
+        except Exception as exc:  # noqa: BLE001 - counted and reported, the soak goes on
+            counts["bad_client_lost"] += 1
+            print(f"bad client lost its connection: {exc!r}", file=sys.stderr)
 
 
 def soak(server: ServerProcess, sessions: int, seconds: float, window: float) -> tuple[list, dict]:
     """Run the soak; ``(windows, counts)``, a window being ``(t_s, rss_mb, steps, p50_ms, p99_ms)``."""
     jobs = itertools.cycle(episode_mix(2))
     latencies: list = []
-    counts = {"episodes": 0, "errors": 0, "bad_frames": 0, "answered": 0}
+    counts = {"episodes": 0, "errors": 0, "bad_frames": 0, "answered": 0, "bad_client_lost": 0}
     windows: list = []
     start = time.monotonic()
     deadline = start + seconds
@@ -110,6 +117,8 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument("--sessions", type=int, default=8, help="concurrent playing clients")
     args = parser.parse_args(argv)
     server = ServerProcess(max_sessions=args.sessions + 4)
+    # the server logs every connection: drain its stderr, or a full pipe stops it
+    threading.Thread(target=lambda: collections.deque(server.proc.stderr, maxlen=0), daemon=True).start()
     try:
         windows, counts = soak(server, args.sessions, 60 * args.minutes, args.window)
     finally:
@@ -122,7 +131,8 @@ def main(argv: list[str] | None = None) -> list[Row]:
         Row("soak", "episodes, each on a fresh session", counts["episodes"], "ep", "no errors",
             met=counts["errors"] == 0, note=f"{counts['errors']} errors"),
         Row("soak", "bad frames answered with an error", counts["answered"], "frames",
-            f"all {counts['bad_frames']}", met=counts["answered"] == counts["bad_frames"] > 0),
+            f"all {counts['bad_frames']}", met=counts["answered"] == counts["bad_frames"] > 0,
+            note=f"the bad client's connection lost {counts['bad_client_lost']} times"),
         Row("soak", f"RSS growth, {warm[0]}s to the end", round(growth, 1), "MB",
             f"< {RSS_TARGET_MB:g} MB", met=growth < RSS_TARGET_MB),
     ]
