@@ -19,12 +19,13 @@ store applies it to every episode before writing it.
 from __future__ import annotations
 
 import base64
-import functools
 import math
 import os
 import re
 from collections import Counter
 from urllib.parse import quote, quote_plus
+
+from srelib.env.memo import byte_lru, deep_size
 
 REDACTED = "<redacted>"
 _WORDS = (r"api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret"
@@ -74,7 +75,7 @@ def _base64_cores(data: bytes) -> list[str]:
     return cores
 
 
-@functools.lru_cache(maxsize=64)
+@byte_lru(1 << 20, size=lambda key, pattern: deep_size((key, pattern, getattr(pattern, "pattern", None))))
 def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern | None:
     forms = set()
     for secret in secrets:

@@ -139,6 +139,8 @@ def _topological() -> tuple[int, ...]:
 
 _CALLEES_FIRST = _topological()
 _NO_MASKS: frozenset = frozenset()
+# day -> its date; bounded by construction: the days a scenario's minutes span (its deploy
+# history and the episode's step budget), a few dozen of ~60 bytes
 _DAY_CACHE: dict[int, str] = {}
 
 

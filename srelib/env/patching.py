@@ -59,10 +59,10 @@ import secrets
 import subprocess
 import sys
 import tempfile
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping
 
+from srelib.env.memo import ByteLRU
 from srelib.env.repos import Repo, load_repo
 from srelib.env.sandbox import grading_level, minimal_env, python, run_isolated
 from srelib.env.verdicts import Observation, collect, resolution, verdicts
@@ -74,7 +74,7 @@ _RUNNER = Path(__file__).with_name("sandbox_runner.py")
 _TEST_PATH = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)(^```|\Z)", re.S | re.M)
 MEMO_BYTES = 8 << 20  # the grade memo's bound: diffs and results, in bytes of text
-_MEMO: OrderedDict[tuple, tuple[dict, int]] = OrderedDict()  # key -> (result, size), oldest first
+_MEMO = ByteLRU(MEMO_BYTES, size=lambda key, result: len(repr(key)) + len(json.dumps(result)))
 
 
 def is_test_path(path: str) -> bool:
@@ -257,9 +257,9 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
     clean, touched, error = normalise_diff(diff)
     key = (repo_name, tuple(f2p_ids), tuple(p2p_ids), clean, tuple(touched), error, timeout_s, level,
            verified)
-    if key in _MEMO:
-        _MEMO.move_to_end(key)
-        return copy.deepcopy(_MEMO[key][0])
+    memoised = _MEMO.get(key)
+    if memoised is not None:
+        return copy.deepcopy(memoised)
     result = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
               "FAIL_TO_PASS": dict.fromkeys(f2p_ids, False),
               "PASS_TO_PASS": dict.fromkeys(p2p_ids, False), "resolved": "no",
@@ -276,14 +276,5 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
                 result["FAIL_TO_PASS"] = verdicts(repo_name, f2p_ids, seen)
                 result["PASS_TO_PASS"] = verdicts(repo_name, p2p_ids, seen)
                 result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
-    _remember(key, result)
+    _MEMO.put(key, result)
     return copy.deepcopy(result)
-
-
-def _remember(key: tuple, result: dict) -> None:
-    """Memoise ``result``, dropping the oldest results while the memo holds over ``MEMO_BYTES``."""
-    size = len(repr(key)) + len(json.dumps(result))
-    _MEMO[key] = (result, size)
-    total = sum(s for _, s in _MEMO.values())
-    while total > MEMO_BYTES and len(_MEMO) > 1:
-        total -= _MEMO.popitem(last=False)[1][1]

@@ -10,17 +10,16 @@ and root-cause declarations on parameters already cleaned by
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from .actions import (ACTION_SPECS, DEPENDED_BY, DEPENDS_ON, PHASE1_ACTIONS,
                       PHASE1_REMEDIATION, SERVICES, ActionType)
 from .infra import DOWN, Infrastructure
+from .memo import byte_lru
 
 MAX_TEXT = 100_000  # characters of a declared root cause kept in the trajectory
 _TARGETED = tuple(a for a in PHASE1_ACTIONS if ACTION_SPECS[a].targeted)
 
 
-@lru_cache(maxsize=None)
+@byte_lru(1 << 20)  # ~5 kB an entry; the 2**15 keys of 7 services would take ~150 MB
 def _valid_actions(rollbackable: tuple[bool, ...], down: tuple[bool, ...],
                    transition: bool) -> tuple[str, ...]:
     out = [ActionType.VIEW_ALERTS.value]

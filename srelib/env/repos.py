@@ -11,13 +11,13 @@ every fix diff applies to the final tree.
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
+from .memo import byte_lru
 from .scenarios import FOLDERS
 
 REPO_DATA = Path(__file__).with_name("repo_data")
@@ -147,7 +147,7 @@ def _load_commits(root: Path, manifest: dict) -> tuple[dict[str, str], list[Comm
     return tree, commits[::-1]
 
 
-@functools.lru_cache(maxsize=None)
+@byte_lru(8 << 20)  # classic repos ~0.3 MB, a generated one ~17 kB: the suite (~6 MB) fits
 def load_repo(name: str) -> Repo:
     """Load (once; repositories are static) the repository called ``name``: one in repo_data,
     its per-task facts (test ids, reference fixes) from the scenario folders naming it, or a

@@ -108,7 +108,7 @@ def _probe(python: str, uid: int | None) -> str | None:
     return prefix if out.returncode == 0 and prefix else None
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)  # no arguments: one small record
 def _interpreter() -> _Interpreter:
     """An interpreter of this Python version for the sandbox, and the uid to launch it as.
 
@@ -137,7 +137,7 @@ def python() -> str:
     return _interpreter().path
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)  # no arguments: a tuple of at most three names
 def available_levels() -> tuple[str, ...]:
     """The levels this machine can run, strongest first (the last is always available)."""
     working = [level for level in ("bwrap", "unshare") if shutil.which(level) and _works(level)]

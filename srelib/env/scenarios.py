@@ -16,13 +16,13 @@ repository too. Generated task ids (``family.service.site``) are built by ``srel
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .actions import FAULT_CLASSES, LOG_LEVELS, SERVICES, ActionType
+from .memo import byte_lru
 
 DATA_DIR = Path(__file__).with_name("scenario_data")
 METRIC_NAMES = ("cpu", "memory", "error_rate", "latency_p50", "latency_p95", "latency_p99", "rps")
@@ -313,7 +313,7 @@ def get_scenario(name: str) -> Scenario:
     raise ValueError(unknown_task_message(name))
 
 
-@functools.lru_cache(maxsize=None)
+@byte_lru(4 << 20)  # ~10 kB a scenario: the whole generated suite (~3 MB) fits
 def _generated(task_id: str) -> Scenario:
     from srelib.env.taskgen import build_scenario
 

@@ -22,11 +22,11 @@ hides the package; at weaker levels a child that escapes the runner's audit hook
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from typing import Callable
 
+from srelib.env.memo import byte_lru, deep_size
 from srelib.env.repos import load_repo
 
 RECORD_CHARS = 1 << 17
@@ -91,7 +91,7 @@ def collect(lines: list[str]) -> dict[str, Observation]:
     return {k: v for k, v in seen.items() if v is not None}
 
 
-@functools.lru_cache(maxsize=None)
+@byte_lru(4 << 20, size=lambda key, checks: deep_size((key, checks, [f.__code__ for f in checks.values()])))
 def _checks(repo_name: str, file: str) -> dict[str, Callable]:
     """The ``test_*`` functions of ``repo_name``'s ``checks/<file>`` (compiled once)."""
     repo = load_repo(repo_name)

@@ -16,7 +16,6 @@ score without solving is found, it joins this module.
 from __future__ import annotations
 
 import copy
-import functools
 import re
 from abc import ABC, abstractmethod
 from dataclasses import asdict
@@ -24,6 +23,7 @@ from typing import Iterable
 
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
+from srelib.env.memo import byte_lru
 from srelib.env.scenarios import get_scenario
 from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
 from srelib.policies.heuristic import FAULT_KEYWORDS
@@ -290,7 +290,7 @@ class NewestDeployPolicy(_Reactive):
         return self._queue.pop(0) if len(self._queue) > 1 else self._queue[0]
 
 
-@functools.lru_cache(maxsize=None)
+@byte_lru(4 << 20)  # keyed by any tuple of tasks: bounded in bytes
 def train_answers(tasks: tuple[str, ...] | None = None) -> dict[str, dict[int, tuple]]:
     """Incident text (title and summary) -> the reference's actions on that train task, by phase
     (1 and 2); ``tasks``

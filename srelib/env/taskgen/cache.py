@@ -29,10 +29,12 @@ from pathlib import Path
 from .recipes import GENERATOR_VERSION
 
 DIGEST_FILE = Path(__file__).with_name("suite_digest.json")
-_WRITTEN: dict[str, str] = {}  # entry name -> SHA-256 of what this process wrote
+# entry name -> SHA-256 of what this process wrote; bounded by the entries (suite.json and one
+# tests file per candidate: ~300 of ~150 bytes)
+_WRITTEN: dict[str, str] = {}
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)  # no arguments: one short string
 def _source_digest() -> str:
     digest = hashlib.sha256()
     admission = Path(__file__).parents[2] / "admission.py"  # the gate policies admission plays
@@ -55,7 +57,7 @@ def cache_dir() -> Path:
     return _root() / "taskgen" / generator_key()
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)  # no arguments: one dict, as big as the digest file
 def _packaged() -> dict[str, str] | None:
     """The packaged digests of this generator's entries; None if they are for another one."""
     try:

@@ -6,6 +6,7 @@ import functools
 import re
 from types import MappingProxyType
 
+from srelib.env.memo import byte_lru
 from srelib.env.repos import Commit, Repo, unified_diff
 from srelib.env.scenarios import Scenario, _parse
 
@@ -18,12 +19,12 @@ REPO_PREFIX = "gen."
 _ID = re.compile(r"^[a-z_]+\.[a-z_]+\.[a-z_]+$")
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)  # no arguments: one value, the fixed candidate list
 def _candidates() -> dict[str, Candidate]:
     return candidates()
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)  # no arguments: one value, a position per candidate
 def _order() -> dict[str, int]:
     return {task_id: 1000 + k for k, task_id in enumerate(_candidates())}
 
@@ -42,7 +43,7 @@ def candidate(task_id: str) -> Candidate:
     return _candidates()[task_id]
 
 
-@functools.lru_cache(maxsize=None)
+@byte_lru(4 << 20)  # ~13 kB a history: every candidate's (~4 MB) about fits
 def task_history(task_id: str) -> History:
     """The repository history of a candidate (memoised)."""
     return history(candidate(task_id))
