@@ -6,8 +6,8 @@
 # the scripted baselines of notebook 02 on the very same tasks and seeds. The episodes run in
 # **lockstep batches**: `srelib.evaluate` steps every environment of a batch together and asks
 # the model for all their next actions in one left-padded `generate` call, which is what makes
-# a small GPU worth using. Each episode keeps its key/value cache between turns, so a step
-# encodes only the new observation, not the whole conversation again.
+# a small GPU worth using. Every reply ends as soon as its JSON action (or tool call) is
+# complete, so a step costs the tokens of its action, not `MAX_NEW_TOKENS`.
 #
 # * **On a GPU runtime** (Colab: *Runtime → Change runtime type → T4 GPU*; Runpod: any CUDA
 #   image) the model computes in bf16 where the GPU has it natively (compute capability 8.0 or
@@ -78,6 +78,22 @@ if not use_tiny:
 # would save memory nobody needs here, cost some accuracy, and run slower at these batch sizes,
 # since bitsandbytes unpacks the weights on every matrix product. Set `LOAD_IN_4BIT = True` for
 # a model that does not fit otherwise, such as `gemma-3-4b-it` on a T4 (16 GB in fp32).
+#
+# **Which path each device gets.** `HFTransformersChatPolicy` chooses from the device it finds,
+# and its repr and every usage record say which (`kv_cache=...`, set by `kv_cache="auto"`):
+#
+# | device | dtype | quantisation | KV caches (`kv_cache="auto"`) |
+# |---|---|---|---|
+# | CPU (CI, a laptop: the small agent or the tiny model) | fp32 | none | kept between turns: a step encodes only the new observation |
+# | Colab T4 (compute capability 7.5) | fp32 (no native bf16; never fp16) | none: a 1B model is 4 GB in fp32 (`LOAD_IN_4BIT` for bigger ones) | every prompt encoded again |
+# | Colab L4/A100, Runpod's A100/H100/H200 (8.0 or newer) | bf16 | none | every prompt encoded again |
+#
+# On a GPU, encoding a few thousand tokens of prompt takes milliseconds, and on an H200 keeping
+# the caches measured 2 to 3 times slower than encoding again (GPU issue, before the kept caches
+# were rewritten as one buffer per turn), so `auto` encodes again there; pass `kv_cache=True` to
+# compare. What an episode costs on each GPU has not been measured with this version: no GPU
+# was at hand when it was written, so the figures below are an estimate (`bench/gpu_check.py`
+# measures them on a GPU machine, see the README).
 #
 # **What to expect.** Before anything loads, the next cell states the memory and time this run
 # should take on the GPU class it finds (on a CPU: a T4, Colab's free GPU). These figures are

@@ -18,7 +18,13 @@
 # * **On a GPU runtime** `MODEL_ID` (by default `gemma-3-1b-it`, gated on the hub: accept its
 #   licence and log in) trains with LoRA adapters from `peft` (`srelib.training.lora`), first
 #   by SFT and then by GRPO on the same adapters, unquantised unless `LOAD_IN_4BIT` (nf4
-#   through bitsandbytes).
+#   through bitsandbytes). It loads in bf16 on GPUs with native bf16 (compute capability 8.0 or
+#   newer: L4, A100, H100, Runpod's usual cards) and in fp32 on a T4, never in fp16. The
+#   episodes the trained model plays use `kv_cache="auto"`, which encodes each prompt again on a
+#   GPU and keeps the caches on a CPU, and each reply stops at the close of its tool call. What
+#   a step of SFT or GRPO costs on a GPU is not measured with this version (no GPU was at hand
+#   when it was written): `bench/gpu_check.py` measures the recipe on a GPU machine (README).
+#   The GPU defaults give rollouts of up to 4,096 tokens and 20 tool calls.
 # * **Without CUDA** (a laptop, CI) everything runs for real at toy sizes: the untrained tiny
 #   test model, the small SFT agent saved by `make agent` (`srelib.training.agent`; trained here
 #   when there is none) and a few GRPO steps from it. The numbers show that the pipeline works,
