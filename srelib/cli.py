@@ -6,6 +6,7 @@
     srelib report runs/h
     srelib demo --out results
     srelib serve --port 8000 --max-sessions 16
+    srelib swebench export swe && srelib swebench grade predictions.jsonl --out swe/reports
     srelib agent train --out models/agent && srelib agent measure models/agent
 
 The demo's CSVs name a policy and a handoff "null": read them with
@@ -157,7 +158,46 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--read-timeout", type=_whole(1, MAX_IDLE_S), default=10,
                        help="seconds a connection has to send a whole request")
     serve.set_defaults(run=_cmd_serve, parser=serve)
+
+    swe = sub.add_parser("swebench", help="the train tasks as a SWE-bench dataset; "
+                         "grade SWE-bench predictions in srelib's sandbox")
+    swe_sub = swe.add_subparsers(dest="swebench_command", required=True)
+    export = swe_sub.add_parser("export", help="write OUT/train.jsonl and OUT/repos/")
+    export.add_argument("out", help="output directory")
+    export.add_argument("--suite", choices=("classic", "generated"), default="classic")
+    export.add_argument("--seed", type=_whole(0, MAX_SEED), default=0,
+                        help="the episode seed of the problem statements")
+    export.set_defaults(run=_cmd_swebench_export, parser=export)
+    grade = swe_sub.add_parser("grade", parents=[grading], help="grade a predictions JSONL "
+                               "(instance_id, model_name_or_path, model_patch)")
+    grade.add_argument("predictions", help="SWE-bench predictions, one JSON object a line")
+    grade.add_argument("--out", required=True, help="where the reports and summaries go")
+    grade.set_defaults(run=_cmd_swebench_grade, parser=grade)
     return parser
+
+
+def _cmd_swebench_export(args) -> int:
+    from srelib.integrations.swebench import DATASET_FILE, export_dataset
+
+    out = output_dir(args.out, "OUT")
+    instances = export_dataset(out, suite=args.suite, seed=args.seed)
+    print(f"{len(instances)} instances in {out / DATASET_FILE}; repositories in {out / 'repos'}")
+    return 0
+
+
+def _cmd_swebench_grade(args) -> int:
+    from srelib.integrations.swebench import PROBLEMS_FILE, grade_predictions
+
+    if not Path(args.predictions).is_file():
+        raise ValueError(f"{_short(args.predictions)} is not a file")
+    result = grade_predictions(args.predictions, output_dir(args.out, "--out"))
+    for problem in result["problems"]:
+        print(f"line {problem['line']}: {problem['error']}", file=sys.stderr)
+    for model, s in result["summaries"].items():
+        print(f"{model}: {s['resolved_instances']} of {s['submitted_instances']} resolved, "
+              f"{s['empty_patch_instances']} empty, {s['error_instances']} errors")
+    print(f"reports in {args.out} ({len(result['problems'])} problem(s) in {PROBLEMS_FILE})")
+    return 1 if result["problems"] else 0
 
 
 def _cmd_agent_train(args) -> int:
