@@ -116,9 +116,17 @@ def drive(url: str, sessions: int, seconds: float, jobs, expected: dict,
 
 
 class ServerProcess:
-    """``srelib serve`` in its own process on a free loopback port."""
+    """``srelib serve`` in its own process on a free loopback port. Every session comes from
+    this host, so one client may hold them all (``--max-per-client`` = ``max_sessions``). The
+    server's log is read as it comes (a pipe left unread fills and stops the server); the last
+    ``LOG_LINES`` lines are kept for an error message."""
+
+    LOG_LINES = 50
 
     def __init__(self, max_sessions: int):
+        import collections
+        import threading
+
         import requests
 
         from srelib.tiny_model import free_port
@@ -127,8 +135,11 @@ class ServerProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "srelib", "serve", "--port", str(self.port),
-             "--max-sessions", str(max_sessions)], cwd=REPO_ROOT,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             "--max-sessions", str(max_sessions), "--max-per-client", str(max_sessions)],
+            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.log: collections.deque[str] = collections.deque(maxlen=self.LOG_LINES)
+        self._reader = threading.Thread(target=self.log.extend, args=(self.proc.stderr,), daemon=True)
+        self._reader.start()
         deadline = time.monotonic() + 180
         while True:
             try:
@@ -138,7 +149,7 @@ class ServerProcess:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.close()
-                raise RuntimeError(f"srelib serve did not start: {self.proc.stderr.read()}")
+                raise RuntimeError(f"srelib serve did not start: {''.join(self.log)}")
             time.sleep(0.2)
 
     def rss_mb(self) -> float:
@@ -152,6 +163,7 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self._reader.join(timeout=10)
 
 
 def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_eps) -> list:

@@ -154,7 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--idle-timeout", type=_whole(1, MAX_IDLE_S), default=300,
                        help="seconds after which an idle session is closed")
     serve.add_argument("--max-per-client", type=_whole(1, MAX_SESSIONS), default=None,
-                       help="cap on the sessions of one client host (default: none of its own)")
+                       help="cap on the sessions of one client host (default: a quarter of "
+                            "--max-sessions, at least 1)")
     serve.add_argument("--read-timeout", type=_whole(1, MAX_IDLE_S), default=10,
                        help="seconds a connection has to send a whole request")
     serve.set_defaults(run=_cmd_serve, parser=serve)

@@ -49,6 +49,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 16
 DEFAULT_IDLE_TIMEOUT_S = 300.0
+#: Unless told otherwise, one client host holds at most this share of ``max_sessions``.
+CLIENT_SHARE = 0.25
 #: Seconds a connection has to deliver a whole request (headers and body).
 DEFAULT_READ_TIMEOUT_S = 10.0
 #: Observation keys present in phase 2 only (absent, not None, in phase 1).
@@ -190,7 +192,12 @@ class SessionClosedError(RuntimeError):
 
 
 class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
-    """One session's incident environment, in OpenEnv's ``Environment`` form."""
+    """One session's incident environment, in OpenEnv's ``Environment`` form.
+
+    What it keeps is bounded by construction: one episode (``reset`` starts afresh) of at most
+    ``max_steps`` (40) records, each action a copy bounded by ``srelib.env.agent_input`` (1M
+    characters) within a frame of ``server_guard.MAX_MESSAGE_CHARS``; ``max_sessions`` of them.
+    """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
@@ -274,7 +281,8 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     """The FastAPI app: OpenEnv's routes for :class:`SreEnvironment` plus HTTP ``/sessions``.
 
     ``max_sessions`` caps concurrent sessions (WebSocket and HTTP together), ``max_per_client``
-    those of one client host (None: no cap of its own); a session idle for more than
+    those of one client host (None: :func:`per_client_default`, so that no one client takes
+    every slot); a session idle for more than
     ``idle_timeout`` seconds is closed (None: never). OpenEnv checks for idle sessions every
     ``max(idle_timeout / 4, 5)`` seconds.
     """
@@ -284,9 +292,10 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
 
     if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
         raise ValueError(f"max_sessions must be a positive integer, got {max_sessions!r}")
-    if max_per_client is not None and (isinstance(max_per_client, bool)
-                                       or not isinstance(max_per_client, int) or max_per_client < 1):
-        raise ValueError(f"max_per_client must be a positive integer, got {max_per_client!r}")
+    if max_per_client is None:
+        max_per_client = per_client_default(max_sessions)
+    if isinstance(max_per_client, bool) or not isinstance(max_per_client, int) or max_per_client < 1:
+        raise ValueError(f"max_per_client must be a positive integer or None, got {max_per_client!r}")
     if idle_timeout is not None and not idle_timeout > 0:
         raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
     server = HTTPEnvServer(SreEnvironment, SreAction, SreObservation, env_name="srelib",
@@ -300,6 +309,12 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     app.add_middleware(Guard, clients=clients, live=lambda session: session in server._sessions)
     app.state.openenv_server = server
     return app
+
+
+def per_client_default(max_sessions: int) -> int:
+    """The sessions one client host may hold unless told: :data:`CLIENT_SHARE` of
+    ``max_sessions``, at least one."""
+    return max(1, int(max_sessions * CLIENT_SHARE))
 
 
 def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
@@ -346,7 +361,7 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
     async def capacity() -> dict:
         status = server.get_capacity_status()
         return {"active_sessions": status.active_sessions, "max_sessions": status.max_sessions,
-                "idle_timeout_s": idle_timeout}
+                "max_per_client": clients.max_per_client, "idle_timeout_s": idle_timeout}
 
     @app.post("/sessions", status_code=201, tags=["Sessions"], summary="Open a session")
     async def open_session(request: Request) -> dict:

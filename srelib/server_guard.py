@@ -78,7 +78,10 @@ def _error(code: str, message: str) -> dict:
 @dataclass
 class Clients:
     """Who holds what: each HTTP session's token and client host, and each host's open
-    WebSockets; a host may hold at most ``max_per_client`` of the two together (None: any)."""
+    WebSockets; a host may hold at most ``max_per_client`` of the two together (None: any).
+    Bounded by construction: ``tokens`` and ``owners`` by the open sessions (those closed are
+    forgotten on close, those reaped at the next :meth:`full`), ``sockets`` by the open
+    WebSockets."""
 
     max_per_client: int | None
     tokens: dict[str, str] = field(default_factory=dict)
@@ -128,9 +131,23 @@ class Guard:
             await receive()  # websocket.connect; closing now refuses the handshake (HTTP 403)
             return await send({"type": "websocket.close", "code": 4403, "reason": refusal})
 
+        released = False
+
+        def release() -> None:
+            """Free the client's slot once: when it disconnects (a client that reconnects at
+            once is not refused while its old session is torn down), else when the app ends."""
+            nonlocal released
+            if not released:
+                released = True
+                self.clients.sockets[host] -= 1
+                if self.clients.sockets[host] <= 0:  # hosts come and go: keep only those connected
+                    del self.clients.sockets[host]
+
         async def checked_receive():
             while True:
                 message = await receive()
+                if message["type"] == "websocket.disconnect":
+                    release()
                 problem = message["type"] == "websocket.receive" and frame_problem(message)
                 if not problem:
                     return message
@@ -140,7 +157,7 @@ class Guard:
         try:
             return await self.app(scope, checked_receive, send)
         finally:
-            self.clients.sockets[host] -= 1
+            release()
 
     def _refusal(self, path: str, request: object, token: str) -> tuple[int, dict] | None:
         """``(status, reply)`` refusing a parsed POST body, or None to pass it on."""

@@ -68,7 +68,7 @@ def wait_for(predicate, timeout: float, what: str):
 
 @pytest.fixture(scope="module")
 def url():
-    with running(max_sessions=20) as base:
+    with running(max_sessions=20, max_per_client=20) as base:  # 16 sessions from this host
         yield base
 
 
@@ -262,7 +262,7 @@ def test_http_sessions_are_separate_and_errors_are_clear(url):
 
 
 def test_session_cap_is_enforced_and_frees_up():
-    with running(max_sessions=2) as base:
+    with running(max_sessions=2, max_per_client=3) as base:  # the server's cap refuses first
         envs = [RemoteEnv(base), RemoteEnv(base)]
         for env in envs:
             env.reset(task="memory_leak", seed=0)
@@ -362,7 +362,7 @@ def test_cli_serves_on_loopback_only():
 
         wait_for(up, 120, "srelib serve answers /health")
         assert requests.get(f"http://127.0.0.1:{port}/sessions", timeout=10).json() == \
-            {"active_sessions": 0, "max_sessions": 3, "idle_timeout_s": 300}
+            {"active_sessions": 0, "max_sessions": 3, "max_per_client": 1, "idle_timeout_s": 300}
         with pytest.raises(requests.ConnectionError):  # another loopback address: not bound
             requests.get(f"http://127.0.0.2:{port}/health", timeout=5)
     finally:
@@ -382,6 +382,22 @@ def test_serve_bench_runs_end_to_end(tmp_path):
     soak = rows["soak: episodes in 3s at 16 sessions"]
     assert soak["met"] is True and soak["value"] > 0, soak
     assert rows["evaluate Dask LocalCluster(2) episodes/s"]["met"] is True
+
+
+def test_the_bench_server_keeps_serving_when_its_log_outgrows_a_pipe():
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_serve import ServerProcess
+
+    server = ServerProcess(max_sessions=4)
+    try:
+        for _ in range(1500):  # ~80 bytes of log each on stderr: past a 64 kB pipe
+            with _ws(server.url):
+                pass
+        assert requests.get(f"{server.url}/health", timeout=10).ok
+        wait_for(lambda: any("WebSocket /ws" in line for line in server.log), 10, "the log is read")
+    finally:
+        server.close()
+    assert len(server.log) == ServerProcess.LOG_LINES
 
 
 def test_without_openenv_the_error_names_the_extra():
@@ -524,6 +540,50 @@ def test_one_client_holds_at_most_its_share_of_sessions():
         wait_for(lambda: active_sessions(base) == 0, 10, "closed sessions free the client's share")
         with _ws(base), _ws(base):
             assert active_sessions(base) == 2
+
+
+def test_by_default_one_client_holds_a_quarter_of_the_sessions():
+    import http.client
+
+    with running(max_sessions=8) as base:
+        assert requests.get(f"{base}/sessions", timeout=10).json()["max_per_client"] == 2
+        held = [open_session(base) for _ in range(2)]
+        got = requests.post(f"{base}/sessions", timeout=10)
+        assert got.status_code == 429 and "holds 2 sessions" in got.json()["detail"]
+        with pytest.raises(Exception, match="403"):
+            _ws(base).close()
+        other = http.client.HTTPConnection("127.0.0.1", int(base.rsplit(":", 1)[1]), timeout=10,
+                                           source_address=("127.0.0.2", 0))
+        other.request("POST", "/sessions")
+        assert other.getresponse().status == 201, "another client still gets a slot"
+        assert active_sessions(base) == 3
+        for session, client in held:
+            client.delete(f"{base}/sessions/{session}", timeout=10)
+
+
+def test_the_guard_forgets_hosts_whose_websockets_closed():
+    from srelib.server_guard import Clients, Guard
+
+    async def app(scope, receive, send):
+        host = scope["client"][0]
+        assert guard.clients.sockets[host] == 1
+        await receive()  # the client is gone: its slot is free before the session is torn down
+        assert host not in guard.clients.sockets
+
+    async def nothing():
+        return {"type": "websocket.disconnect"}
+
+    async def ignore(message):
+        pass
+
+    async def connect_all():
+        for k in range(1000):
+            scope = {"type": "websocket", "path": "/ws", "client": (f"10.0.{k // 250}.{k % 250}", 1)}
+            await guard(scope, nothing, ignore)
+
+    guard = Guard(app, Clients(2), live=lambda session: False)
+    asyncio.run(connect_all())
+    assert not guard.clients.sockets
 
 
 def test_slow_and_silent_connections_are_dropped_after_the_read_timeout():
