@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 # the scripted demo needs no model libraries: srelib with matplotlib, pandas and tqdm
 DEMO_STAMP := $(VENV)/.demo-installed
 # torch is pinned here, in the same pip command as transformers, so pip takes the local CPU
-# wheel; the package itself never pins torch (Colab and Runpod bring their own).
+# wheel; the package itself never pins torch (Colab and Runpod bring their own). --no-compile:
+# Python compiles what the tests import when they import it, not every file of every package.
 TEST_PINS := torch==2.13.0 transformers==5.24.0
 
 .PHONY: setup test test-fast test-cpus demo lab bench clean agent outputs
@@ -14,7 +15,7 @@ TEST_PINS := torch==2.13.0 transformers==5.24.0
 $(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(TEST_PINS) -e ".[llm,hf,notebooks,dev]"
+	$(BIN)/pip install -q --no-compile $(TEST_PINS) -e ".[llm,hf,notebooks,dev]"
 	touch $(STAMP)
 
 $(DEMO_STAMP): pyproject.toml
