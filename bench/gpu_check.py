@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         return None
 
     out = Path(os.environ.get("OUT") or ".", "gpu_check.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     report = {"tiny": args.tiny, "check_budget": TINY_BUDGET if args.tiny else CHECK_BUDGET,
               "rollout": dict(zip(("batch_sizes", "max_new_tokens", "obs_chars"),

@@ -68,12 +68,15 @@ def test_a_text_agent_answers_in_json_text(tmp_path):
 def test_a_short_training_still_reports_its_loss_and_saves(tmp_path):
     """One seed for one epoch is fewer optimiser steps than one log of the loss: the agent is
     saved and the summary gives the mean loss (this used to end in an IndexError)."""
-    from srelib.training.agent import find_agent, train_agent
+    from srelib.training.agent import PROVENANCE_FILE, agent_key, find_agent, train_agent
 
     lines = []
     folder = train_agent(tmp_path / "short", seeds=[5], epochs=1, log=lines.append)
     assert find_agent(folder) == folder
     assert "mean loss" in lines[-1] and f"saved to {folder}" in lines[-1]
+    record = json.loads((tmp_path / "short" / PROVENANCE_FILE).read_text())
+    assert record["key"] == agent_key(seeds=[5], epochs=1) and len(record["data"]) == 64
+    assert record["options"]["seeds"] == [5] and record["cpu_capability"]
 
 
 def test_the_agent_beats_the_null_policy_with_a_ci_that_excludes_zero(measured):

@@ -65,15 +65,22 @@ def training_options(**given) -> dict:
             for name, value in options.items()}
 
 
-def agent_key(**options) -> str:
-    """The key of the agent :func:`train_agent` makes with ``options`` on this machine: a digest
-    of srelib's files (the code and data that play the demonstrations and train on them), the
+def agent_record(**options) -> dict:
+    """What makes the agent :func:`train_agent` trains with ``options`` on this machine:
+    srelib's files (the code and data that play the demonstrations and train on them), the
     options, and :func:`~srelib.provenance.machine_class` (CPU kernel level, torch and
     transformers versions), since each of them changes the weights."""
-    from srelib.provenance import digest, machine_class, source_digest
+    from srelib.provenance import machine_class, source_digest
 
-    return digest({"source": source_digest(), "options": training_options(**options),
-                   **machine_class()})
+    return {"source": source_digest(), "options": training_options(**options),
+            **machine_class()}
+
+
+def agent_key(**options) -> str:
+    """The short digest of :func:`agent_record` that names the agent's folder."""
+    from srelib.provenance import digest
+
+    return digest(agent_record(**options))
 
 
 def default_agent_dir(**options) -> Path:
@@ -185,16 +192,16 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
     import tempfile
 
     from srelib.policies.tools import tool_definitions
-    from srelib.provenance import data_digest, machine_class, source_digest
+    from srelib.provenance import data_digest, digest
     from srelib.training.sft import sft_train
 
     started = time.perf_counter()
-    key = agent_key(**options)
+    record = agent_record(**options)
+    key = digest(record)
     target = Path(out) if out is not None else default_agent_dir(**options)
     settings = dict(TOOL_AGENT_PROMPT if tools else AGENT_PROMPT)
     rows = agent_rows(seeds, pools, settings)
-    provenance = {"key": key, "source": source_digest(), "data": data_digest(rows),
-                  "options": options, **machine_class()}
+    provenance = {**record, "key": key, "data": data_digest(rows)}
     tool_list = tool_definitions() if tools else None
     tokenizer = agent_tokenizer(rows, vocab_size, tool_list)
     log(f"{len(rows)} demonstration turns (an action longer than {settings['max_new_tokens']} "
