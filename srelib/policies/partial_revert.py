@@ -1,0 +1,163 @@
+"""Hunk-level partial reverts: undo a suspect commit's edits to existing code, keep what it adds.
+
+A feature commit that slips a bug in mostly *adds* code (the feature, which the PASS_TO_PASS
+tests exercise) and *edits* a few existing lines; a blind revert (:mod:`srelib.policies.revert`)
+loses the feature. :func:`change_blocks` cuts a commit's unified diff into change blocks (one
+run of ``-``/``+`` lines with its context; an edit followed by new definitions is cut in two);
+:func:`is_edit` picks the blocks that rewrite or
+delete existing lines without growing them much; :func:`revert_blocks` undoes chosen blocks on
+the files as they are now (later commits may have moved them), skipping any block whose text
+is no longer there, and returns the diff that does it.
+
+Only what an agent sees is used: the commit's diff and the current files. Nothing reads commit
+messages, commit positions or the hidden tests.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+from srelib.env.repos import unified_diff
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_DEFINITION = re.compile(r"^\s*(async\s+def|def|class)\s")
+#: An edit block may add at most this many lines more than it removes.
+EDIT_GROWTH = 2
+
+
+@dataclass(frozen=True)
+class Block:
+    """One change block of a commit: ``removed`` lines became ``added`` lines, between
+    ``before`` and ``after`` context lines; ``new_start`` is the 1-based line of the first
+    added line (or of ``after`` when nothing was added) in the commit's version of ``path``."""
+
+    path: str
+    before: tuple[str, ...]
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+    after: tuple[str, ...]
+    new_start: int
+
+    @property
+    def new_span(self) -> tuple[int, int]:
+        """First and last line the block occupies in the commit's version (an insertion
+        point for a pure deletion)."""
+        return self.new_start, self.new_start + max(len(self.added), 1) - 1
+
+
+def change_blocks(diff: str) -> list[Block]:
+    """The change blocks of a git-style unified diff, in order (see :class:`Block`)."""
+    blocks: list[Block] = []
+    path: str | None = None
+    hunk: list[str] = []
+    new_line = 0
+    for line in diff.splitlines() + ["@@END"]:
+        if line.startswith(("+++ ", "@@")) or line.startswith("diff --git "):
+            if hunk and path is not None:
+                blocks += _hunk_blocks(path, hunk, new_line)
+            hunk = []
+            if line.startswith("+++ "):
+                target = line[4:].strip()
+                path = None if target == "/dev/null" else target.removeprefix("b/")
+            match = _HUNK.match(line)
+            if match:
+                new_line = int(match.group(3))
+                hunk = [" "]  # a marker: the hunk has started
+            continue
+        if hunk and line[:1] in (" ", "+", "-", ""):
+            hunk.append(line if line else " ")
+    return blocks
+
+
+def _hunk_blocks(path: str, hunk: list[str], start: int) -> list[Block]:
+    lines = hunk[1:]
+    blocks, i, new_line = [], 0, start
+    while i < len(lines):
+        if lines[i][0] == " ":
+            i, new_line = i + 1, new_line + 1
+            continue
+        j = i
+        while j < len(lines) and lines[j][0] != " ":
+            j += 1
+        removed = tuple(x[1:] for x in lines[i:j] if x[0] == "-")
+        added = tuple(x[1:] for x in lines[i:j] if x[0] == "+")
+        before = _context(lines[:i][::-1])[::-1]
+        after = _context(lines[j:])
+        cut = _new_definitions(added)
+        if removed and cut < len(added):  # an edit, then new definitions: two blocks
+            blocks.append(Block(path, before, removed, added[:cut], added[cut:] + after, new_line))
+            blocks.append(Block(path, before + added[:cut], (), added[cut:], after,
+                                new_line + cut))
+        else:
+            blocks.append(Block(path, before, removed, added, after, new_line))
+        new_line += len(added)
+        i = j
+    return blocks
+
+
+def _new_definitions(added: tuple[str, ...]) -> int:
+    """Where a run of added lines turns into new definitions: the first blank line after which
+    the next line starts a ``def`` or ``class``; ``len(added)`` when it never does."""
+    for i, line in enumerate(added):
+        rest = [x for x in added[i:] if x.strip()]
+        if not line.strip() and rest and _DEFINITION.match(rest[0]):
+            return i
+    return len(added)
+
+
+def _context(lines: list[str]) -> tuple[str, ...]:
+    """The context lines next to a block, up to the next change."""
+    out = []
+    for line in lines:
+        if line[0] != " ":
+            break
+        out.append(line[1:])
+    return tuple(out)
+
+
+def is_edit(block: Block) -> bool:
+    """A block that rewrites or deletes existing lines without growing them by more than
+    :data:`EDIT_GROWTH` lines: the kind of change that breaks existing behaviour."""
+    return bool(block.removed) and len(block.added) <= len(block.removed) + EDIT_GROWTH
+
+
+def revert_blocks(files: Mapping[str, str], blocks: Iterable[Block]) -> tuple[str, int]:
+    """``(diff, reverted)``: the diff that undoes ``blocks`` on ``files`` (path -> current text)
+    and how many blocks it undid. A block is undone where its added lines, with its context,
+    occur exactly once in the current file; otherwise it is skipped."""
+    changed = dict(files)
+    reverted = 0
+    for block in blocks:
+        text = changed.get(block.path)
+        if text is None:
+            continue
+        new = _undo(text, block)
+        if new is not None:
+            changed[block.path] = new
+            reverted += 1
+    touched = {p for p in changed if changed[p] != files.get(p)}
+    before = {p: files[p] for p in touched}
+    return unified_diff(before, {p: changed[p] for p in touched}), reverted
+
+
+def _undo(text: str, block: Block) -> str | None:
+    lines = text.split("\n")
+    want = [*block.before, *block.added, *block.after]
+    spots = [i for i in range(len(lines) - len(want) + 1) if lines[i:i + len(want)] == want]
+    if len(spots) != 1 or not want:
+        return None
+    i, cut = spots[0], len(block.before)
+    lines[i + cut:i + cut + len(block.added)] = list(block.removed)
+    return "\n".join(lines)
+
+
+def partial_revert(diff: str, files: Mapping[str, str],
+                   choose: Callable[[Block], bool] = is_edit) -> tuple[str, int]:
+    """Undo the blocks of ``diff`` that ``choose`` picks (default :func:`is_edit`) on
+    ``files``; test files are never touched. Returns ``(diff, reverted)``."""
+    from srelib.env.patching import is_test_path
+
+    blocks = [b for b in change_blocks(diff) if not is_test_path(b.path) and choose(b)]
+    return revert_blocks(files, blocks)
