@@ -269,3 +269,25 @@ def test_expected_values_never_enter_the_sandbox():
     expectations = [line.strip() for text in repo.checks.values() for line in text.splitlines()
                     if line.strip().startswith("assert")]
     assert expectations and not [line for line in expectations if line in texts]
+
+
+def test_drawn_inputs_are_new_at_every_grading_and_the_check_redraws_them(monkeypatch):
+    probe = "def probe_draw(rng):\n    return [rng.randrange(10**9) for _ in range(3)]\n"
+    seeds = (verdicts.draw_seed(), verdicts.draw_seed())
+    seen = []
+    for seed in seeds:
+        with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
+            (Path(tmp) / "repo").mkdir()
+            observed, timed_out = patching._run_sandboxed(
+                Path(tmp), Path(tmp) / "repo", {"test_d.py": probe}, 30,
+                patching.grading_level()[0], seed)
+        assert not timed_out
+        seen.append(observed["test_d.py::test_draw"])
+    assert seen[0].value != seen[1].value  # a replay of one grading's observations fails the next
+
+    def test_draw(observation, rng):
+        assert observation.value == [rng.randrange(10**9) for _ in range(3)]
+
+    monkeypatch.setattr(verdicts, "_checks", lambda repo, file: {"test_draw": test_draw})
+    assert verdicts.check("any", "test_d.py::test_draw", seen[1], seeds[1])
+    assert not verdicts.check("any", "test_d.py::test_draw", seen[0], seeds[1])

@@ -65,7 +65,7 @@ from typing import Any, Mapping
 from srelib.env.memo import ByteLRU
 from srelib.env.repos import Repo, load_repo
 from srelib.env.sandbox import grading_level, minimal_env, python, run_isolated
-from srelib.env.verdicts import Observation, collect, resolution, verdicts
+from srelib.env.verdicts import Observation, collect, draw_seed, resolution, verdicts
 from srelib.env.workspace import check_path
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -185,13 +185,13 @@ def _shadowing(repo_dir: Path, tree: Mapping[str, str]) -> str | None:
 
 
 def _run_sandboxed(root: Path, repo_dir: Path, tests: dict[str, str], timeout_s: float,
-                   level: str) -> tuple[dict[str, Any], bool]:
+                   level: str, seed: int) -> tuple[dict[str, Any], bool]:
     """Run the hidden tests' probes against ``repo_dir`` in the sandbox at ``level`` (scratch =
-    ``root``): ``({test id: Observation}, timed_out)``. The probes travel on stdin, never on
-    disk; the sandbox applies the limits and the uid drop."""
+    ``root``), drawing their inputs from ``seed``: ``({test id: Observation}, timed_out)``. The
+    probes travel on stdin, never on disk; the sandbox applies the limits and the uid drop."""
     nonce = secrets.token_hex(16)
     config = {"repo": str(repo_dir), "probes": tests, "limits": {}, "uid": None,
-              "per_test_s": PER_TEST_S}
+              "per_test_s": PER_TEST_S, "seed": seed}
     run = run_isolated([python(), "-I", "-S", "-B", "-c", _RUNNER.read_text(encoding="utf-8")], root,
                        stdin=(nonce + "\n" + json.dumps(config) + "\n").encode(), timeout_s=timeout_s,
                        env=minimal_env(repo_dir), level=level)
@@ -204,16 +204,17 @@ def _observations(raw: str, nonce: str) -> dict[str, Observation]:
     return collect([payload for tag, _, payload in tagged if tag == nonce])
 
 
-def observe(repo_name: str, task: str, files: dict[str, str],
-            timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[dict[str, Observation], bool]:
-    """Run ``task``'s probes against a full file map: ``({test id: Observation}, timed_out)``."""
+def observe(repo_name: str, task: str, files: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S,
+            seed: int = 0) -> tuple[dict[str, Observation], bool]:
+    """Run ``task``'s probes against a full file map, drawing inputs from ``seed``:
+    ``({test id: Observation}, timed_out)``."""
     repo = load_repo(repo_name)
     wanted = repo.fail_to_pass(task) + repo.pass_to_pass(task)
     with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
         root = Path(tmp)
         _write_tree(root / "repo", files)
         return _run_sandboxed(root, root / "repo", _task_tests(repo, wanted), timeout_s,
-                              grading_level()[0])
+                              grading_level()[0], seed)
 
 
 def run_hidden_tests(repo_name: str, task: str, files: dict[str, str],
@@ -229,12 +230,13 @@ def run_tests(repo_name: str, test_ids: list[str], files: dict[str, str],
     """Run the hidden tests ``test_ids`` of ``repo_name`` against a full file map:
     ``({test id: passed}, timed_out)``."""
     repo = load_repo(repo_name)
+    seed = draw_seed()
     with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
         root = Path(tmp)
         _write_tree(root / "repo", files)
         seen, timed_out = _run_sandboxed(root, root / "repo", _task_tests(repo, test_ids), timeout_s,
-                                         grading_level()[0])
-    return verdicts(repo_name, test_ids, seen), timed_out
+                                         grading_level()[0], seed)
+    return verdicts(repo_name, test_ids, seen, seed), timed_out
 
 
 def _task_tests(repo: Repo, wanted: list[str]) -> dict[str, str]:
@@ -271,10 +273,11 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
             result["apply_error"] = _apply(root / "repo", clean) or _shadowing(root / "repo", repo.tree)
             if result["apply_error"] is None:
                 result["patch_applied"] = True
+                seed = draw_seed()
                 seen, result["timed_out"] = _run_sandboxed(
-                    root, root / "repo", _task_tests(repo, f2p_ids + p2p_ids), timeout_s, level)
-                result["FAIL_TO_PASS"] = verdicts(repo_name, f2p_ids, seen)
-                result["PASS_TO_PASS"] = verdicts(repo_name, p2p_ids, seen)
+                    root, root / "repo", _task_tests(repo, f2p_ids + p2p_ids), timeout_s, level, seed)
+                result["FAIL_TO_PASS"] = verdicts(repo_name, f2p_ids, seen, seed)
+                result["PASS_TO_PASS"] = verdicts(repo_name, p2p_ids, seen, seed)
                 result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
     _MEMO.put(key, result)
     return copy.deepcopy(result)

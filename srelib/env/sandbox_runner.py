@@ -1,7 +1,8 @@
 """The hidden-test probe runner that patching.py starts as ``python -I -S -B -c <this source>``.
 
 Standard library only; it never imports srelib. It reads two lines from stdin: a nonce and a
-JSON config (``repo``, ``probes``: {file name: source}, ``limits``, ``uid``, ``per_test_s``), so
+JSON config (``repo``, ``probes``: {file name: source}, ``limits``, ``uid``, ``per_test_s``,
+``seed``), so
 no hidden test lies on disk where the code under test could find it. Then, before
 any probe or patched code runs, it keeps a private copy of stdout as the result channel and
 points fd 1 and 2 at /dev/null, applies the resource limits, drops to ``uid`` unless it is null,
@@ -9,7 +10,9 @@ and installs an audit hook that refuses subprocesses, sockets, ctypes, process-w
 introspection, writes outside the repository and reads outside the repository and the standard
 library.
 
-It only observes: each ``probe_<name>`` function of each probe file is called once, and one
+It only observes: each ``probe_<name>`` function of each probe file is called once (a probe that
+takes one argument gets ``random.Random("<seed>:<test id>")``, so the inputs it draws are new at
+every grading and the grader's check redraws them; see srelib.env.verdicts), and one
 line ``<nonce> <json>`` reports ``{"id": "<file>::test_<name>", "value": <what it returned>,
 "raised": null or {"type", "message"}, "printed": <its captured stdout and stderr>}``. Whether
 an observation is right is decided by the grader, in its own process, against checks this
@@ -21,6 +24,7 @@ import contextlib
 import io
 import json
 import os
+import random
 import resource
 import signal
 import sys
@@ -103,13 +107,15 @@ PRINTED_CHARS = 4000
 VALUE_CHARS = 1 << 16
 
 
-def _observe(probe):
-    """Call ``probe`` and describe what happened as a JSON-ready dict."""
+def _observe(probe, rng):
+    """Call ``probe`` (with ``rng`` when it takes an argument) and describe what happened as a
+    JSON-ready dict."""
     printed = io.StringIO()
     value, raised = None, None
+    args = (rng,) if getattr(getattr(probe, "__code__", None), "co_argcount", 0) else ()
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            value = probe()
+            value = probe(*args)
     except BaseException as exc:
         raised = {"type": type(exc).__name__, "message": str(exc)[:PRINTED_CHARS]}
     try:
@@ -120,7 +126,7 @@ def _observe(probe):
     return {"value": value, "raised": raised, "printed": printed.getvalue()[:PRINTED_CHARS]}
 
 
-def _run_file(name, source, per_test_s, emit):
+def _run_file(name, source, per_test_s, seed, emit):
     signal.setitimer(signal.ITIMER_REAL, per_test_s)
     try:
         module = types.ModuleType("probes_" + name[:-3])
@@ -134,15 +140,17 @@ def _run_file(name, source, per_test_s, emit):
         return
     signal.setitimer(signal.ITIMER_REAL, 0)
     for probe_name, probe in probes:
+        test_id = f"{name}::test_{probe_name[len('probe_'):]}"
+        rng = random.Random(f"{seed}:{test_id}")
         signal.setitimer(signal.ITIMER_REAL, per_test_s)
         try:
-            observation = _observe(probe)
+            observation = _observe(probe, rng)
         except BaseException as exc:  # the timer fired between the probe and the record
             observation = {"value": None, "printed": "",
                            "raised": {"type": type(exc).__name__, "message": str(exc)[:300]}}
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        emit({"id": f"{name}::test_{probe_name[len('probe_'):]}", **observation})
+        emit({"id": test_id, **observation})
 
 
 def _make_emitter(fd, nonce):
@@ -168,8 +176,9 @@ def main():
     signal.signal(signal.SIGALRM, _on_alarm)
     os.chdir(repo)
     sys.path.insert(0, repo)
+    seed = config.pop("seed")
     for name, source in sorted(config.pop("probes").items()):
-        _run_file(name, source, config["per_test_s"], emit)
+        _run_file(name, source, config["per_test_s"], seed, emit)
     emit({"done": True})
 
 

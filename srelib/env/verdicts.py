@@ -9,6 +9,12 @@ A repository's hidden tests come in two halves (layout in docs/CONTRACTS.md):
   wrong. They run here, in the grader; the patched process never sees them or their expected
   values.
 
+A probe may take one argument, ``rng``: the runner passes ``random.Random("<seed>:<test id>")``
+for a seed the grader draws afresh at every grading (:func:`draw_seed`), and the check then
+takes ``(seen, rng)`` and gets a fresh generator seeded the same way, so it can redraw the same
+inputs in the same order and compute what they must give. Observations copied from an earlier
+grading (a patch that replays what fixed code reported) then fail.
+
 The test id ``<file>::test_<name>`` names the pair. A test passes when its probe reported
 exactly one well-formed observation and its check returns without raising. The runner's lines
 are decoded as plain JSON (:func:`decode_record`), bounded in size and nesting, so a hijacked
@@ -23,6 +29,8 @@ hides the package; at weaker levels a child that escapes the runner's audit hook
 from __future__ import annotations
 
 import json
+import random
+import secrets
 from dataclasses import dataclass
 from typing import Callable
 
@@ -102,8 +110,14 @@ def _checks(repo_name: str, file: str) -> dict[str, Callable]:
     return {n: f for n, f in namespace.items() if n.startswith("test_") and callable(f)}
 
 
-def check(repo_name: str, test_id: str, observation: Observation | None) -> bool:
-    """Does ``observation`` pass the check ``test_id``? A missing observation fails."""
+def draw_seed() -> int:
+    """A fresh seed for one grading's drawn probe inputs, unknowable before the probes run."""
+    return secrets.randbits(63)
+
+
+def check(repo_name: str, test_id: str, observation: Observation | None, seed: int = 0) -> bool:
+    """Does ``observation`` pass the check ``test_id``? A missing observation fails. A check
+    that takes two arguments also gets the generator its probe drew inputs from (``seed``)."""
     file, _, name = test_id.partition("::")
     checks = _checks(repo_name, file)
     if name not in checks:
@@ -111,16 +125,19 @@ def check(repo_name: str, test_id: str, observation: Observation | None) -> bool
                          f"{[f'{file}::{n}' for n in sorted(checks)]}")
     if observation is None:
         return False
+    judge = checks[name]
+    args = (random.Random(f"{seed}:{test_id}"),) if judge.__code__.co_argcount > 1 else ()
     try:
-        checks[name](observation)
+        judge(observation, *args)
     except Exception:
         return False
     return True
 
 
-def verdicts(repo_name: str, test_ids: list[str], observations: dict[str, Observation]) -> dict[str, bool]:
-    """``{test id: passed}`` for ``test_ids`` given the probes' observations."""
-    return {t: check(repo_name, t, observations.get(t)) for t in test_ids}
+def verdicts(repo_name: str, test_ids: list[str], observations: dict[str, Observation],
+             seed: int = 0) -> dict[str, bool]:
+    """``{test id: passed}`` for ``test_ids`` given the probes' observations under ``seed``."""
+    return {t: check(repo_name, t, observations.get(t), seed) for t in test_ids}
 
 
 def resolution(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> str:
