@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from srelib.env.repos import unified_diff
 
@@ -38,13 +38,6 @@ class Block:
     removed: tuple[str, ...]
     added: tuple[str, ...]
     after: tuple[str, ...]
-    new_start: int
-
-    @property
-    def new_span(self) -> tuple[int, int]:
-        """First and last line the block occupies in the commit's version (an insertion
-        point for a pure deletion)."""
-        return self.new_start, self.new_start + max(len(self.added), 1) - 1
 
 
 def change_blocks(diff: str) -> list[Block]:
@@ -52,18 +45,16 @@ def change_blocks(diff: str) -> list[Block]:
     blocks: list[Block] = []
     path: str | None = None
     hunk: list[str] = []
-    new_line = 0
     for line in diff.splitlines() + ["@@END"]:
         if line.startswith(("+++ ", "@@")) or line.startswith("diff --git "):
             if hunk and path is not None:
-                blocks += _hunk_blocks(path, hunk, new_line)
+                blocks += _hunk_blocks(path, hunk)
             hunk = []
             if line.startswith("+++ "):
                 target = line[4:].strip()
                 path = None if target == "/dev/null" else target.removeprefix("b/")
             match = _HUNK.match(line)
             if match:
-                new_line = int(match.group(3))
                 hunk = [" "]  # a marker: the hunk has started
             continue
         if hunk and line[:1] in (" ", "+", "-", ""):
@@ -71,12 +62,12 @@ def change_blocks(diff: str) -> list[Block]:
     return blocks
 
 
-def _hunk_blocks(path: str, hunk: list[str], start: int) -> list[Block]:
+def _hunk_blocks(path: str, hunk: list[str]) -> list[Block]:
     lines = hunk[1:]
-    blocks, i, new_line = [], 0, start
+    blocks, i = [], 0
     while i < len(lines):
         if lines[i][0] == " ":
-            i, new_line = i + 1, new_line + 1
+            i += 1
             continue
         j = i
         while j < len(lines) and lines[j][0] != " ":
@@ -87,12 +78,10 @@ def _hunk_blocks(path: str, hunk: list[str], start: int) -> list[Block]:
         after = _context(lines[j:])
         cut = _new_definitions(added)
         if removed and cut < len(added):  # an edit, then new definitions: two blocks
-            blocks.append(Block(path, before, removed, added[:cut], added[cut:] + after, new_line))
-            blocks.append(Block(path, before + added[:cut], (), added[cut:], after,
-                                new_line + cut))
+            blocks.append(Block(path, before, removed, added[:cut], added[cut:] + after))
+            blocks.append(Block(path, before + added[:cut], (), added[cut:], after))
         else:
-            blocks.append(Block(path, before, removed, added, after, new_line))
-        new_line += len(added)
+            blocks.append(Block(path, before, removed, added, after))
         i = j
     return blocks
 
@@ -119,7 +108,8 @@ def _context(lines: list[str]) -> tuple[str, ...]:
 
 def is_edit(block: Block) -> bool:
     """A block that rewrites or deletes existing lines without growing them by more than
-    :data:`EDIT_GROWTH` lines: the kind of change that breaks existing behaviour."""
+    :data:`EDIT_GROWTH` lines: the kind of change that breaks existing behaviour (a rewrite
+    that grows more is taken for new code, which the feature's tests need)."""
     return bool(block.removed) and len(block.added) <= len(block.removed) + EDIT_GROWTH
 
 
@@ -142,22 +132,27 @@ def revert_blocks(files: Mapping[str, str], blocks: Iterable[Block]) -> tuple[st
     return unified_diff(before, {p: changed[p] for p in touched}), reverted
 
 
-def _undo(text: str, block: Block) -> str | None:
+def locate(text: str, block: Block) -> int | None:
+    """The 1-based line where ``block``'s added lines start in ``text`` (for a pure deletion:
+    the line after the deleted ones would be), found by its added lines and context; None
+    unless they occur exactly once."""
     lines = text.split("\n")
     want = [*block.before, *block.added, *block.after]
     spots = [i for i in range(len(lines) - len(want) + 1) if lines[i:i + len(want)] == want]
-    if len(spots) != 1 or not want:
+    return spots[0] + len(block.before) + 1 if want and len(spots) == 1 else None
+
+
+def _undo(text: str, block: Block) -> str | None:
+    start = locate(text, block)
+    if start is None:
         return None
-    i, cut = spots[0], len(block.before)
-    lines[i + cut:i + cut + len(block.added)] = list(block.removed)
+    lines = text.split("\n")
+    lines[start - 1:start - 1 + len(block.added)] = list(block.removed)
     return "\n".join(lines)
 
 
-def partial_revert(diff: str, files: Mapping[str, str],
-                   choose: Callable[[Block], bool] = is_edit) -> tuple[str, int]:
-    """Undo the blocks of ``diff`` that ``choose`` picks (default :func:`is_edit`) on
-    ``files``; test files are never touched. Returns ``(diff, reverted)``."""
+def edit_blocks(diff: str) -> list[Block]:
+    """The :func:`is_edit` blocks of ``diff`` outside test files: what a partial revert undoes."""
     from srelib.env.patching import is_test_path
 
-    blocks = [b for b in change_blocks(diff) if not is_test_path(b.path) and choose(b)]
-    return revert_blocks(files, blocks)
+    return [b for b in change_blocks(diff) if not is_test_path(b.path) and is_edit(b)]
