@@ -55,8 +55,11 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
                  score: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The localisation columns of one episode (see the module doc)."""
     from srelib.env.bug_site import bug_site
+    from srelib.env.pools import MODES
     from srelib.env.scenarios import get_scenario
 
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
     columns: dict[str, Any] = dict.fromkeys(LOCALISATION_COLUMNS)
     if mode != "p2_only":
         columns.update(phase1_columns(get_scenario(task).root_cause_service, records))
@@ -130,7 +133,7 @@ def touched_lines(diff: str) -> dict[str, set[int]]:
     """Per file, the 1-based lines of the original a patch replaces or deletes, and the lines
     on both sides of each insertion (``bug_site.changed_lines``'s rule, read off a diff)."""
     touched: dict[str, set[int]] = {}
-    path, line = None, 0
+    path, line, replacing = None, 0, False
     for text in diff.splitlines():
         if text.startswith("--- "):
             path = None
@@ -140,16 +143,17 @@ def touched_lines(diff: str) -> dict[str, set[int]]:
             if path is not None:
                 touched.setdefault(path, set())
         elif (match := _HUNK.match(text)) and path is not None:
-            line = int(match.group(1))
-        elif path is None or not text[:1] in ("-", "+", " "):
+            line, replacing = int(match.group(1)), False
+        elif path is None or text[:1] not in ("-", "+", " "):
             continue
         elif text.startswith("-"):
             touched[path].add(line)
-            line += 1
+            line, replacing = line + 1, True
         elif text.startswith("+"):
-            touched[path].update({line - 1, line})
+            if not replacing:  # an insertion: the lines on both sides
+                touched[path].update({line - 1, line})
         else:
-            line += 1
+            line, replacing = line + 1, False
     return touched
 
 

@@ -137,8 +137,10 @@ class Episode:
         values = {**{k: getattr(self, k) for k in KEY_COLUMNS}, "final": self.final,
                   **{c: score.get(c) for c in COMPONENTS}, "r_cross": self.r_cross,
                   "resolved": (score.get("patch") or {}).get("resolved"),  # full, partial, no
-                  "p1_steps": p1, "p2_steps": p2, **self.localisation()}
-        values.update({k: getattr(self, k) for k in COLUMNS if k not in values})
+                  "p1_steps": p1, "p2_steps": p2}
+        located = self.localisation()
+        values.update({k: located[k] if k in located else getattr(self, k)
+                       for k in COLUMNS if k not in values})
         return values
 
 

@@ -25,6 +25,8 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _DEFINITION = re.compile(r"^\s*(async\s+def|def|class)\s")
 #: An edit block may add at most this many lines more than it removes.
 EDIT_GROWTH = 2
+#: The context lines on each side tried, after the whole context, to find a block that moved.
+_CONTEXT_TRIES = (3, 1)
 
 
 @dataclass(frozen=True)
@@ -134,12 +136,17 @@ def revert_blocks(files: Mapping[str, str], blocks: Iterable[Block]) -> tuple[st
 
 def locate(text: str, block: Block) -> int | None:
     """The 1-based line where ``block``'s added lines start in ``text`` (for a pure deletion:
-    the line after the deleted ones would be), found by its added lines and context; None
-    unless they occur exactly once."""
+    the line after the deleted ones would be): where its added lines occur exactly once with
+    its whole context, else with less of it (later commits may have changed lines nearby).
+    None when no amount of context makes the spot unique."""
     lines = text.split("\n")
-    want = [*block.before, *block.added, *block.after]
-    spots = [i for i in range(len(lines) - len(want) + 1) if lines[i:i + len(want)] == want]
-    return spots[0] + len(block.before) + 1 if want and len(spots) == 1 else None
+    for keep in (None, *_CONTEXT_TRIES):
+        before = block.before if keep is None else block.before[len(block.before) - keep:]
+        want = [*before, *block.added, *(block.after if keep is None else block.after[:keep])]
+        spots = [i for i in range(len(lines) - len(want) + 1) if lines[i:i + len(want)] == want]
+        if want and len(spots) == 1:
+            return spots[0] + len(before) + 1
+    return None
 
 
 def _undo(text: str, block: Block) -> str | None:
