@@ -164,6 +164,7 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
 def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):
     """Per suite and policy: episodes, mean repair and the share repaired in full
     (:func:`full_repair`), each with a bootstrap CI, and the mean localisation columns ``commit_diffed`` and ``bad_file_edited``.
+    Suites come train split first.
 
     ``frame`` is :func:`ladder_episodes` output. Columns: suite, policy, kind (``rung``,
     ``oracle handoff`` or ``joint``), n, repair, repair_low, repair_high, full, full_low,
@@ -174,7 +175,9 @@ def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):
     from srelib.stats import bootstrap_ci
 
     rows = []
-    for suite, by_suite in frame.groupby("suite", sort=True):
+    suites = sorted(set(frame["suite"]), key=lambda s: (s.split(":")[0], not s.endswith(":train")))
+    for suite in suites:
+        by_suite = frame[frame["suite"] == suite]
         names = list(dict.fromkeys(by_suite["policy"]))
         names = [n for n in names if n.startswith("rung:")] + \
             [n for n in names if not n.startswith("rung:")]

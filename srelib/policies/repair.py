@@ -10,14 +10,12 @@ no fault, when no suspect was handed over, or when the suspect only adds code.
 :class:`LadderPhase2Policy` is the same repair given one more piece of the answer per rung
 (:data:`RUNGS`): ``belief`` (nothing beyond the handover: the baseline itself), ``commit`` (the
 true bad commit replaces the suspect), ``file`` (only edits in the files the reference fix
-changes), ``function`` (only edits inside the functions it changes) and ``patch`` (the reference
+changes), ``function`` (only edits inside the functions it changes, or outside every function) and ``patch`` (the reference
 fix itself). Played after the oracle handoff, the rungs show how much of the repair each piece
 of knowledge buys.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from srelib.env.actions import ActionType
 from srelib.policies.base import EpisodeWatcher, make_action
@@ -131,13 +129,17 @@ class LadderPhase2Policy(PartialRevertPhase2Policy):
         return path in bug_site(task_name).files if self._knows("file") else True
 
     def _keep_block(self, block: Block, files: dict[str, str], task_name: str) -> bool:
-        from srelib.env.bug_site import bug_site
+        """At the ``function`` rung: edits inside a bad function, or outside every function
+        (module-level code, which knowing the functions says nothing about)."""
+        from srelib.env.bug_site import bug_site, functions_touching
 
         if not self._knows("function"):
             return True
         start = locate(files[block.path], block)
         if start is None:
             return False
-        span = (start - 1, start) if not block.added else (start, start + len(block.added) - 1)
-        return any(f.file == block.path and f.first_line <= span[1] and span[0] <= f.last_line
-                   for f in bug_site(task_name).functions)
+        lines = {start - 1, start} if not block.added else \
+            set(range(start, start + len(block.added)))
+        around = functions_touching(block.path, files[block.path], lines)
+        bad = {(f.file, f.name) for f in bug_site(task_name).functions}
+        return not around or any((f.file, f.name) in bad for f in around)
