@@ -161,6 +161,28 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
                              ignore_index=True)
 
 
+def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = None, *,
+                 real: Mapping[str, Any] | None = None, joint: Mapping[str, Any] | None = None,
+                 **evaluate_kwargs):
+    """:func:`ladder_episodes` on both suites: every classic task with ``seeds``, and each
+    generated split (train, held-out) with one seed per task, its ``generated_tasks`` evenly
+    spaced tasks (default all)."""
+    import pandas as pd
+
+    from srelib.env.catalog import list_tasks
+
+    if generated_tasks is not None and (isinstance(generated_tasks, bool) or
+                                        not isinstance(generated_tasks, int) or generated_tasks < 1):
+        raise ValueError(f"generated_tasks must be a whole number >= 1 or None; got {generated_tasks!r}")
+    runs = [ladder_episodes("all", seeds, real=real, joint=joint, **evaluate_kwargs)]
+    for split in ("train", "heldout"):
+        tasks = list_tasks("generated", split)
+        if generated_tasks is not None and generated_tasks < len(tasks):
+            tasks = [tasks[i * len(tasks) // generated_tasks] for i in range(generated_tasks)]
+        runs.append(ladder_episodes(tasks, 1, real=real, joint=joint, **evaluate_kwargs))
+    return pd.concat(runs, ignore_index=True)
+
+
 def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):
     """Per suite and policy: episodes, mean repair and the share repaired in full
     (:func:`full_repair`), each with a bootstrap CI, and the mean localisation columns ``commit_diffed`` and ``bad_file_edited``.

@@ -345,7 +345,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from srelib.ceiling import ceiling_episodes, summarize_ceiling, summarize_ladder
+    from srelib.ceiling import ceiling_episodes, suite_ladder, summarize_ceiling, summarize_ladder
     from srelib.plots import ceiling_gap, localisation_vs_score, repair_ladder
     from srelib.rollout import evaluate
     from srelib.stats import to_markdown
@@ -373,7 +373,10 @@ def _cmd_demo(args) -> int:
     _save(localisation_vs_score(frame, policies=DEMO_POLICIES), out / "localisation.png")
     written += [out / "ceiling_gap.png", out / "localisation.png"]
 
-    ladder = _demo_ladder(args.generated_tasks, common)
+    ladder = suite_ladder(generated_tasks=args.generated_tasks,
+                          real={n: functools.partial(build_policy, c)
+                                for n, c in DEMO_LADDER_REAL.items()},
+                          joint={n: scripted_policy(n) for n in DEMO_LADDER_JOINT}, **common)
     ladder.drop(columns=list(TIMING_COLUMNS)).to_csv(out / "ladder_episodes.csv", index=False)
     steps = summarize_ladder(ladder)
     steps.to_csv(out / "ladder.csv", index=False)
@@ -386,25 +389,6 @@ def _cmd_demo(args) -> int:
     print(f"\nwrote {out}/episodes.csv, summary.md, ceiling.csv, ladder.csv, ceiling.md and "
           f"{len(written)} plots in {time.perf_counter() - start:.0f}s")
     return 0
-
-
-def _demo_ladder(generated_tasks: int | None, common: dict):
-    """The repair ladder on the classic tasks (``common["seeds"]``) and on each generated split
-    (one seed per task; ``generated_tasks`` evenly spaced tasks of each, default all)."""
-    import pandas as pd
-
-    from srelib.ceiling import ladder_episodes
-    from srelib.env.catalog import list_tasks
-
-    real = {n: functools.partial(build_policy, c) for n, c in DEMO_LADDER_REAL.items()}
-    joint = {n: scripted_policy(n) for n in DEMO_LADDER_JOINT}
-    runs = [ladder_episodes("all", real=real, joint=joint, **common)]
-    for split in ("train", "heldout"):
-        tasks = list_tasks("generated", split)
-        if generated_tasks is not None and generated_tasks < len(tasks):
-            tasks = [tasks[i * len(tasks) // generated_tasks] for i in range(generated_tasks)]
-        runs.append(ladder_episodes(tasks, real=real, joint=joint, **{**common, "seeds": 1}))
-    return pd.concat(runs, ignore_index=True)
 
 
 def _ladder_cells(steps):
