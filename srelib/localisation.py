@@ -26,7 +26,8 @@ nothing to find, e.g. no bad commit or no fix):
   declaring no change (or before the episode ended).
 
 ``fail_to_pass_rate`` and ``pass_to_pass_rate`` are the grader's partial-repair fields, copied
-from the score when it has them.
+from the score when it has them. :func:`localisation_scores` folds the columns of a frame into
+one number per phase for plots.
 """
 
 from __future__ import annotations
@@ -127,6 +128,21 @@ def partial_repair(score: Mapping[str, Any] | None) -> dict[str, Any]:
     score = score or {}
     patch = score.get("patch") or {}
     return {k: score.get(k, patch.get(k)) for k in PARTIAL_REPAIR}
+
+
+def localisation_scores(frame):
+    """Per episode of a results frame, ``(phase-1, phase-2)`` localisation in [0, 1]: phase 1
+    is ``1 / culprit_rank`` (0 if the culprit was never checked), phase 2 the mean of the
+    phase-2 indicators the task has (``commit_diffed``, ``bad_file_read``, ``bad_file_edited``,
+    ``bad_function_edited``). NaN where the phase was not played or has nothing to find."""
+    import pandas as pd
+
+    rank = pd.to_numeric(frame["culprit_rank"], errors="coerce")
+    played = frame["evidence_viewed"].notna()
+    phase1 = (1 / rank).fillna(0).where(played)
+    found = frame[list(PHASE2_COLUMNS[:4])].apply(pd.to_numeric, errors="coerce")
+    return pd.DataFrame({"phase1": phase1, "phase2": found.mean(axis=1, skipna=True)},
+                        index=frame.index)
 
 
 def touched_lines(diff: str) -> dict[str, set[int]]:
