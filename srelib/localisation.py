@@ -138,7 +138,7 @@ def localisation_scores(frame):
     import pandas as pd
 
     rank = pd.to_numeric(frame["culprit_rank"], errors="coerce")
-    played = frame["evidence_viewed"].notna()
+    played = pd.to_numeric(frame["evidence_coverage"], errors="coerce").notna()
     phase1 = (1 / rank).fillna(0).where(played)
     found = frame[list(PHASE2_COLUMNS[:4])].apply(pd.to_numeric, errors="coerce")
     return pd.DataFrame({"phase1": phase1, "phase2": found.mean(axis=1, skipna=True)},
