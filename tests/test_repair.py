@@ -42,6 +42,14 @@ def test_an_edit_followed_by_new_definitions_is_cut_in_two():
     assert [b.path for b in edit_blocks(COMMIT)] == ["pkg/mod.py"]  # test files are never touched
 
 
+def test_hunks_are_read_by_their_counts():
+    diff = ("--- a/q.sql\n+++ b/q.sql\n@@ -1,2 +1,2 @@\n select 1;\n--- old comment\n"
+            "+-- new comment\n\\ No newline at end of file\n--- a/r.py\n+++ b/r.py\n"
+            "@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    assert [(b.path, b.removed, b.added) for b in change_blocks(diff)] == [
+        ("q.sql", ("-- old comment",), ("-- new comment",)), ("r.py", ("x = 1",), ("x = 2",))]
+
+
 def test_revert_undoes_the_edit_keeps_the_addition_and_what_moved_on():
     diff, undone = revert_blocks({"pkg/mod.py": NOW}, edit_blocks(COMMIT))
     assert undone == 1

@@ -4,10 +4,10 @@ A feature commit that slips a bug in mostly *adds* code (the feature, which the 
 tests exercise) and *edits* a few existing lines; a blind revert (:mod:`srelib.policies.revert`)
 loses the feature. :func:`change_blocks` cuts a commit's unified diff into change blocks (one
 run of ``-``/``+`` lines with its context; an edit followed by new definitions is cut in two);
-:func:`is_edit` picks the blocks that rewrite or
-delete existing lines without growing them much; :func:`revert_blocks` undoes chosen blocks on
-the files as they are now (later commits may have moved them), skipping any block whose text
-is no longer there, and returns the diff that does it.
+:func:`is_edit` picks the blocks that rewrite or delete existing lines without growing them
+much; :func:`revert_blocks` undoes chosen blocks on the files as they are now (later commits
+may have moved them), skipping any block whose text is no longer there, and returns the diff
+that does it.
 
 Only what an agent sees is used: the commit's diff and the current files. Nothing reads commit
 messages, commit positions or the hidden tests.
@@ -32,8 +32,7 @@ _CONTEXT_TRIES = (3, 1)
 @dataclass(frozen=True)
 class Block:
     """One change block of a commit: ``removed`` lines became ``added`` lines, between
-    ``before`` and ``after`` context lines; ``new_start`` is the 1-based line of the first
-    added line (or of ``after`` when nothing was added) in the commit's version of ``path``."""
+    ``before`` and ``after`` context lines."""
 
     path: str
     before: tuple[str, ...]
@@ -43,29 +42,42 @@ class Block:
 
 
 def change_blocks(diff: str) -> list[Block]:
-    """The change blocks of a git-style unified diff, in order (see :class:`Block`)."""
+    """The change blocks of a git-style unified diff, in order (see :class:`Block`). Each hunk
+    is read for as many lines as its header counts, so a removed line that looks like a file
+    header stays a removed line."""
     blocks: list[Block] = []
     path: str | None = None
-    hunk: list[str] = []
-    for line in diff.splitlines() + ["@@END"]:
-        if line.startswith(("+++ ", "@@")) or line.startswith("diff --git "):
-            if hunk and path is not None:
-                blocks += _hunk_blocks(path, hunk)
-            hunk = []
-            if line.startswith("+++ "):
-                target = line[4:].strip()
-                path = None if target == "/dev/null" else target.removeprefix("b/")
-            match = _HUNK.match(line)
-            if match:
-                hunk = [" "]  # a marker: the hunk has started
+    lines = diff.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line.startswith("+++ "):
+            target = line[4:].strip().split("\t")[0]
+            path = None if target == "/dev/null" else target.removeprefix("b/")
             continue
-        if hunk and line[:1] in (" ", "+", "-", ""):
-            hunk.append(line if line else " ")
+        match = _HUNK.match(line)
+        if not match or path is None:
+            continue
+        old_left = int(match.group(2) or 1)
+        new_left = int(match.group(4) or 1)
+        hunk = []
+        while i < len(lines) and (old_left > 0 or new_left > 0):
+            body = lines[i] or " "  # a blank context line may lose its space
+            i += 1
+            if body[0] == "\\":  # "\ No newline at end of file"
+                continue
+            if body[0] not in " +-":
+                break
+            hunk.append(body)
+            old_left -= body[0] in " -"
+            new_left -= body[0] in " +"
+        blocks += _hunk_blocks(path, hunk)
     return blocks
 
 
 def _hunk_blocks(path: str, hunk: list[str]) -> list[Block]:
-    lines = hunk[1:]
+    lines = hunk
     blocks, i = [], 0
     while i < len(lines):
         if lines[i][0] == " ":
@@ -141,7 +153,7 @@ def locate(text: str, block: Block) -> int | None:
     None when no amount of context makes the spot unique."""
     lines = text.split("\n")
     for keep in (None, *_CONTEXT_TRIES):
-        before = block.before if keep is None else block.before[len(block.before) - keep:]
+        before = block.before if keep is None else block.before[max(0, len(block.before) - keep):]
         want = [*before, *block.added, *(block.after if keep is None else block.after[:keep])]
         spots = [i for i in range(len(lines) - len(want) + 1) if lines[i:i + len(want)] == want]
         if want and len(spots) == 1:
