@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from srelib.env.actions import PARSE_ERROR
+from srelib.localisation import LOCALISATION_COLUMNS
 from srelib.redact import scrub_secrets
 
 try:
@@ -40,7 +41,8 @@ KEY_COLUMNS = ("policy", "task", "pool", "mode", "seed")
 COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
 #: Columns of the frames that :func:`load_run` and :func:`srelib.evaluate` return.
 COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", "p1_steps", "p2_steps",
-           "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error")
+           "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error",
+           *LOCALISATION_COLUMNS)  # analysis columns (srelib.localisation), never in the reward
 _VERSIONED = ("srelib", "numpy", "pandas", "matplotlib", "tqdm", "openai", "transformers", "torch")
 
 
@@ -104,6 +106,12 @@ class Episode:
         return (f"Episode(task={self.task}, pool={self.pool}, seed={self.seed}, "
                 f"policy={self.policy}, final={final}, steps={len(self.steps)}{error})")
 
+    def localisation(self) -> dict[str, Any]:
+        """The episode's localisation columns (:mod:`srelib.localisation`; analysis only)."""
+        from srelib.localisation import localisation
+
+        return localisation(self.task, self.mode, self.steps, self.score)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -130,7 +138,9 @@ class Episode:
                   **{c: score.get(c) for c in COMPONENTS}, "r_cross": self.r_cross,
                   "resolved": (score.get("patch") or {}).get("resolved"),  # full, partial, no
                   "p1_steps": p1, "p2_steps": p2}
-        values.update({k: getattr(self, k) for k in COLUMNS if k not in values})
+        located = self.localisation()
+        values.update({k: located[k] if k in located else getattr(self, k)
+                       for k in COLUMNS if k not in values})
         return values
 
 
