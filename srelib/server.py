@@ -293,11 +293,10 @@ def metadata() -> SreMetadata:
     from srelib.env.core import REWARD_RANGE
 
     return SreMetadata(
-        name="srelib", version=srelib.__version__, author="srelib",
+        name="srelib", version=srelib.__version__,
         description=("A notebook workbench for studying LLM agents on SRE incidents: an incident "
                      "in seven services to diagnose (phase 1), then the culprit service's code "
                      "to patch (phase 2)."),
-        documentation_url="https://github.com/srelib/srelib",
         action_schema=SreAction.model_json_schema(),
         observation_schema=SreObservation.model_json_schema(),
         reward_range=list(REWARD_RANGE))

@@ -23,6 +23,7 @@ import json
 import threading
 from typing import Any, Callable
 
+from srelib.env.pools import MODES, POOLS
 from srelib.server_guard import MAX_BODY, Clients, client_host, respond_json
 
 #: The tool that starts an episode (OpenEnv reserves ``reset`` for its own protocol).
@@ -32,8 +33,10 @@ _RESET_SCHEMA = {
     "properties": {
         "task": {"type": "string", "description": "a task id (srelib tasks); default: drawn "
                                                   "from the pool"},
-        "pool": {"type": "string", "description": "the task pool, e.g. 'C'; default 'C'"},
-        "mode": {"type": "string", "description": "'full' or 'p1_only'; default the pool's"},
+        "pool": {"type": "string", "enum": sorted(POOLS), "description": "the task pool; "
+                                                                       "default none"},
+        "mode": {"type": "string", "enum": list(MODES), "description": "the episode's phases; "
+                                                                     "default the pool's, else joint"},
         "seed": {"type": "integer", "description": "the episode's seed; default drawn"},
     },
     "required": [],
