@@ -120,7 +120,7 @@ class McpLifecycle:
             request = None
         if not isinstance(request, dict):
             return await self.app(scope, _replay(body, receive), send)
-        if "id" not in request:  # a notification: nothing to answer
+        if "id" not in request and isinstance(request.get("method"), str):  # a notification
             return await _respond_empty(send, 202)
         method, request_id = request.get("method"), request.get("id")
         if method == "initialize":
