@@ -4,9 +4,15 @@ replies are tool calls. The episode is the one the same actions play in process,
 srelib's grader's, and Inspect writes a log its viewer reads.
 
 mockllm's scripted outputs carry their token usage: without it mockllm counts tokens with
-tiktoken's o200k_base encoding, which it downloads on first use (no network here)."""
+tiktoken's o200k_base encoding, which it downloads on first use (no network here); the test of
+the ``inspect eval`` command replaces that estimate."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +28,7 @@ from srelib.integrations.inspect_ai import incident_samples, srelib_incidents  #
 from srelib.policies import ReferencePolicy  # noqa: E402
 
 TASK, POOL, SEED = "memory_leak", "C", 0
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _with_usage(output: ModelOutput) -> ModelOutput:
@@ -88,3 +95,29 @@ def test_the_samples_are_the_task_specs_episodes():
     for bad in ({"pool": "Z"}, {"seeds": 0}, {"tasks": "heldout_aliased_severity"}):
         with pytest.raises(ValueError):
             incident_samples(**{"tasks": "classic", "pool": "C", "seeds": 1, **bad})
+
+
+def test_the_inspect_eval_command_runs_the_task_file_with_mockllm(tmp_path):
+    """``inspect eval srelib/integrations/inspect_ai.py --model mockllm/model``, Inspect's own
+    CLI, with one change: mockllm's token estimate counts characters instead of downloading
+    tiktoken's encoding. mockllm's default reply calls no tool, so the sample ends at once."""
+    script = textwrap.dedent(f"""
+        import sys
+        import inspect_ai.model._model as model
+        model.count_text_tokens = lambda text: max(1, len(text) // 4)
+        from inspect_ai._cli.main import main
+        sys.argv = ["inspect", "eval", "srelib/integrations/inspect_ai.py", "--model",
+                    "mockllm/model", "-T", "tasks={TASK}", "-T", "pool={POOL}",
+                    "--log-dir", {str(tmp_path)!r}, "--display", "none"]
+        main()
+    """)
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    [path] = list_eval_logs(str(tmp_path))
+    log = read_eval_log(path)
+    assert log.status == "success"
+    assert log.eval.task_args == {"tasks": TASK, "pool": POOL, "seeds": 1, "max_turns": 60}
+    [sample] = log.samples
+    assert sample.id == f"{TASK}:{POOL}:0" and sample.output.completion.startswith("Default output")
+    assert sample.scores["episode_score"].answer == "0 steps"
