@@ -82,7 +82,7 @@ def tool_result(env, name: str, arguments: dict) -> dict:
 
     from srelib.policies.prompts import render_observation
     from srelib.policies.tools import action_from_tool_call
-    from srelib.server import SreAction, observation_dict
+    from srelib.server import NoEpisodeError, SreAction, observation_dict
 
     try:
         if name == NEW_INCIDENT:
@@ -90,7 +90,7 @@ def tool_result(env, name: str, arguments: dict) -> dict:
         else:
             observation = env.step(SreAction(**action_from_tool_call(name, arguments)))
     except (ValueError, RuntimeError) as exc:
-        hint = f" (call {NEW_INCIDENT} first)" if "reset" in str(exc) else ""
+        hint = f" (call {NEW_INCIDENT})" if isinstance(exc, NoEpisodeError) else ""
         return {"content": [{"type": "text", "text": f"{exc}{hint}"}], "isError": True}
     served = serialize_observation(observation)
     text = render_observation(observation_dict(served["observation"], served["done"]), tools=True)

@@ -96,4 +96,5 @@ def test_mcp_handshake_refuses_unknown_sessions_and_answers_pings():
         note = requests.post(f"{url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
                              headers=head, timeout=10)
         assert note.status_code == 202
-        assert requests.delete(f"{url}/mcp", headers={"Mcp-Session-Id": "nope"}, timeout=10).status_code == 404
+        gone = requests.delete(f"{url}/mcp", headers={"Mcp-Session-Id": "nope"}, timeout=10)
+        assert gone.status_code == 404
