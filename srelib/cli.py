@@ -176,9 +176,10 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--seed", type=_whole(0, MAX_SEED), default=0,
                         help="the episode seed of the problem statements")
     export.set_defaults(run=_cmd_swebench_export, parser=export)
-    grade = swe_sub.add_parser("grade", parents=[grading], help="grade a predictions JSONL "
+    grade = swe_sub.add_parser("grade", parents=[grading], help="grade SWE-bench predictions "
                                "(instance_id, model_name_or_path, model_patch)")
-    grade.add_argument("predictions", help="SWE-bench predictions, one JSON object a line")
+    grade.add_argument("predictions", help="SWE-bench predictions: .jsonl (one a line) or .json "
+                                           "(a list, or an {instance_id: prediction} object)")
     grade.add_argument("--out", required=True, help="where the reports and summaries go")
     grade.set_defaults(run=_cmd_swebench_grade, parser=grade)
     return parser

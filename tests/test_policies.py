@@ -318,7 +318,7 @@ def test_tools_and_prompt_carry_every_declared_bound_and_choice():
             assert (schema.get("minimum"), schema.get("maximum"), schema.get("default")) == \
                 (param.minimum, param.maximum, param.default), (action, name)
             assert schema.get("enum") == (list(param.choices) if param.choices else None)
-            assert schema["description"] == param.description
+            assert schema["description"].startswith(param.description)
             if param.minimum is not None and param.maximum is not None:
                 assert f"{name}?: int {param.minimum}-{param.maximum}" in line
                 assert f"({param.minimum}-{param.maximum})" in param.description

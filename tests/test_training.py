@@ -71,6 +71,24 @@ def test_the_adapter_plays_an_episode_to_the_environments_own_score():
     assert "over" in tool_env.view_alerts()
 
 
+def test_the_adapter_resets_to_a_dataset_rows_task_pool_and_seed():
+    """GRPOTrainer calls reset(**row): the row's task, pool and seed choose the incident, a row
+    without them draws it for its rollout, and other columns are ignored."""
+    from srelib.training.environment import IncidentToolEnv, TaskDistribution
+
+    tool_env = IncidentToolEnv(TaskDistribution(tasks=["memory_leak"], pools=("C",), seed=1))
+    tool_env.reset(prompt=[{"role": "user", "content": "-"}], task="aliased_fault", pool="A", seed=5)
+    assert {k: tool_env.info[k] for k in ("task", "pool", "seed")} == \
+        {"task": "aliased_fault", "pool": "A", "seed": 5}
+    tool_env.reset(rollout=2, seed=9)
+    assert (tool_env.info["task"], tool_env.info["pool"], tool_env.info["seed"]) == ("memory_leak", "C", 9)
+    tool_env.reset(rollout=2)
+    assert (tool_env.info["task"], tool_env.info["pool"], tool_env.info["seed"]) == \
+        tool_env.distribution.draw(2)
+    with pytest.raises(ValueError, match="pool"):
+        tool_env.reset(task="memory_leak", pool="Z")
+
+
 def test_every_action_method_has_a_typed_signature_and_docstring():
     from transformers.utils import get_json_schema
 

@@ -19,7 +19,7 @@ from .belief import BeliefState, coerce_belief
 from .infra import Infrastructure
 from .phase1 import Operations
 from .pools import oracle_belief, reset_choices
-from .scenarios import Scenario, get_scenario
+from .scenarios import MAX_STEPS, Scenario, get_scenario
 from .spec import EpisodeSpec
 from .types import EnvState, Observation, StepRecord
 
@@ -31,6 +31,11 @@ StepResult = tuple[Observation, float, bool, bool, dict[str, Any]]
 R_INVALID = -0.05  # the observation says the action was invalid
 R_REPEAT = -0.03  # the same query again, with nothing done in between that could change its answer
 R_WORKSPACE_ERROR = -0.05  # the observation shows the phase-2 error
+_LOWEST = min(R_INVALID, R_REPEAT, R_WORKSPACE_ERROR)
+#: Every step reward lies in ``[low, high]``: a step before the last pays ``low`` at worst and
+#: nothing at best; the last pays the score (0 to 1) minus the at most ``MAX_STEPS - 1``
+#: rewards paid before it. OpenEnv's manifest (openenv.yaml) declares this range.
+REWARD_RANGE = (_LOWEST, round(1.0 - (MAX_STEPS - 1) * _LOWEST, 4))
 
 _SIZE_PARAMS = frozenset(("limit", "max_hits", "n_commits"))  # not part of the repeat key
 _VALUES = {a.value: a for a in ActionType}

@@ -194,7 +194,14 @@ def _parse(raw: dict, where: str) -> Scenario:
     return s
 
 
+#: The largest step budget a task may declare (``max_steps``); it bounds the rewards
+#: (:data:`srelib.env.core.REWARD_RANGE`).
+MAX_STEPS = 40
+
+
 def _validate(s: Scenario, where: str) -> None:
+    _check(isinstance(s.max_steps, int) and 1 <= s.max_steps <= MAX_STEPS, where,
+           f"max_steps must be an integer from 1 to {MAX_STEPS}")
     _check(s.severity in SEVERITIES, where, f"severity must be one of {SEVERITIES}")
     _check(s.fault_class in FAULT_CLASSES, where, f"fault_class must be one of {list(FAULT_CLASSES)}")
     services = {s.root_cause_service, *s.acceptable_services, *s.involved_services,

@@ -10,8 +10,9 @@ hand-over), ``hints_text``, ``patch`` (the reference fix), ``FAIL_TO_PASS`` and
 The repositories' files go to ``repos/<repo>/``. The tests themselves stay in srelib: grading
 runs them. Held-out tasks are never exported, and their instance ids are not graded.
 
-:func:`grade_predictions` reads SWE-bench predictions (JSONL of ``instance_id``,
-``model_name_or_path``, ``model_patch``), grades each patch with
+:func:`grade_predictions` reads SWE-bench predictions (``instance_id``, ``model_name_or_path``,
+``model_patch``) from a file in either of the forms SWE-bench's harness takes
+(:func:`load_predictions`: JSONL, or a ``.json`` list or ``{instance_id: prediction}``), grades each patch with
 :func:`srelib.env.patching.grade_patch` and writes, per model, SWE-bench's
 ``<model>/<instance_id>/report.json`` (``patch_is_None``, ``patch_exists``,
 ``patch_successfully_applied``, ``resolved`` as booleans, and ``tests_status`` once the patch
@@ -125,6 +126,27 @@ def read_predictions(lines: Iterable[str]) -> tuple[list[dict], list[dict]]:
     return predictions, problems
 
 
+def load_predictions(path: str | Path) -> tuple[list[dict], list[dict]]:
+    """:func:`read_predictions` of a file as SWE-bench's harness reads one: a ``.json`` file holds
+    a list of predictions or an ``{instance_id: prediction}`` mapping (a problem's ``line`` is
+    then the entry's number), any other file one prediction a line; ValueError for a ``.json``
+    file that is neither."""
+    path = Path(path)
+    if path.suffix != ".json":
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return read_predictions(f)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{path.name} is not JSON ({str(exc)[:200]})") from None
+    if isinstance(data, dict):
+        data = list(data.values())
+    if not isinstance(data, list):
+        raise ValueError(f"{path.name} must hold a list of predictions or an "
+                         f"{{instance_id: prediction}} object, not {type(data).__name__}")
+    return read_predictions(json.dumps(row) for row in data)
+
+
 def _problem(line: int, row: dict, error: str) -> dict:
     ids = {k: row.get(k) if isinstance(row.get(k), str) else None for k in PREDICTION_FIELDS[:2]}
     return {"line": line, **ids, "error": error}
@@ -156,8 +178,7 @@ def grade_predictions(path: str | Path, out: str | Path) -> dict[str, Any]:
     """Grade the predictions in ``path``, write the reports under ``out`` (module docstring);
     return ``{"summaries": {model: summary}, "problems": [...]}``."""
     out = Path(out)
-    with open(path, encoding="utf-8", errors="replace") as f:
-        predictions, problems = read_predictions(f)
+    predictions, problems = load_predictions(path)
     summaries: dict[str, dict] = {}
     for prediction in predictions:
         model, iid = prediction["model_name_or_path"], prediction["instance_id"]
