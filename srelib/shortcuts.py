@@ -11,7 +11,7 @@ and reports its hit rate; the project keeps every rule at or below ``MAX_HIT_RAT
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
@@ -50,10 +50,12 @@ class Evidence:
     deploys: dict  # service -> check_deploy_history deploys, oldest first
     metrics: dict  # service -> check_metrics points, oldest first
     commits: tuple  # get_git_log entries as dicts (sha, author, date, message, files, diff), newest first
+    logs: dict = field(default_factory=dict)  # service -> query_logs lines at the page
 
 
 def gather(task: str, seed: int) -> Evidence:
-    """Play ``view_alerts`` then every service's deploy history and metrics in a fresh episode."""
+    """Play ``view_alerts`` then every service's deploy history, metrics and logs in a fresh
+    episode."""
     from srelib.env.core import IncidentEnv
 
     pool = next((name for name, p in POOLS.items() if task in p.tasks and not p.oracle_handoff), None)
@@ -67,11 +69,12 @@ def gather(task: str, seed: int) -> Evidence:
     alerts = tuple(run(ActionType.VIEW_ALERTS)["alerts"])
     deploys = {s: run(ActionType.CHECK_DEPLOY_HISTORY, s)["deploys"] for s in SERVICES}
     metrics = {s: run(ActionType.CHECK_METRICS, s)["metrics"] for s in SERVICES}
+    logs = {s: run(ActionType.QUERY_LOGS, s)["logs"] for s in SERVICES}
     repo = load_repo(get_scenario(task).repo)
     commits = tuple({"sha": c.sha, "author": c.author, "date": c.date, "message": c.message,
                      "files": c.files, "diff": c.diff} for c in repo.commits)
     return Evidence(task, seed, obs["incident_title"], obs["incident_summary"], alerts, deploys,
-                    metrics, commits)
+                    metrics, commits, logs)
 
 
 def _when(timestamp: str) -> datetime:
