@@ -150,7 +150,9 @@ def surface(task: str, seed: int = 0) -> Surface:
             v: str((page - ms[0]) // 1440) if ms else "-" for v, ms in minutes.items()},
         _key("place in summary", "position"): {v: _rank(summary_order, v) for v in SERVICES},
         _key("place in title", "position"): {v: _rank(title_order, v) for v in SERVICES},
-        _key("place in alerts", "position"): {v: _rank(alert_order, v) for v in SERVICES},
+        # order only: whether a service alerts at all is its metrics speaking, not a template
+        _key("place in alerts", "position"): {
+            v: _rank(alert_order, v) if len(alert_order) > 1 else "-" for v in SERVICES},
         _key("deploy log lines", "masked"): {
             v: " | ".join(sorted({mask(line["message"]) for line in ev.logs.get(v, ())
                                   if "deploy" in line["message"].lower()})) for v in SERVICES},
@@ -286,14 +288,10 @@ def audit_surfaces(train: list[Surface], test: list[Surface] | None = None) -> l
 
 
 # ───────────────────────────────────────────────────────────────────── the suites
-def generated_surfaces(seeds=SEEDS) -> tuple[list[Surface], list[Surface]]:
-    """``(train, held-out)`` surfaces of the admitted generated suite."""
-    from srelib.env.taskgen import generated_suite
-
-    split: dict = {"train": [], "heldout": []}
-    for task, info in generated_suite().tasks.items():
-        split[info.split] += [surface(task, seed) for seed in seeds]
-    return split["train"], split["heldout"]
+def audit_tasks(train: list[str], heldout: list[str], seeds=SEEDS) -> list[dict]:
+    """The audit rows of a suite split into ``train`` and ``heldout`` task ids."""
+    return audit_surfaces([surface(t, seed) for t in train for seed in seeds],
+                          [surface(t, seed) for t in heldout for seed in seeds])
 
 
 def classic_surfaces(seeds=SEEDS) -> list[Surface]:
@@ -307,7 +305,12 @@ def audit(suite: str = "generated", seeds=SEEDS) -> list[dict]:
     """The audit rows of ``suite`` (``"generated"``: train -> held-out; ``"classic"``:
     leave-one-task-out)."""
     if suite == "generated":
-        return audit_surfaces(*generated_surfaces(seeds))
+        from srelib.env.taskgen import generated_suite
+
+        split: dict = {"train": [], "heldout": []}
+        for task, info in generated_suite().tasks.items():
+            split[info.split].append(task)
+        return audit_tasks(split["train"], split["heldout"], seeds)
     if suite == "classic":
         return audit_surfaces(classic_surfaces(seeds))
     raise ValueError(f"unknown suite {suite!r}; valid suites: 'generated', 'classic'")

@@ -14,6 +14,7 @@ dependency graph, callees first, so failures propagate transitively.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from datetime import date, timedelta
 
@@ -83,6 +84,45 @@ DEPLOY_NOTES = (
     "Log slow requests above 500ms with their route", "Upgrade the schema registry client",
     "Dependency bumps", "Bug fixes", "Minor performance fixes", "Refactor request validation",
 )
+
+#: How a deploy that ships a feature describes it; the generator's culprits and routine
+#: deploys of every other service use the same templates, so neither the wording nor the
+#: novelty of a note tells a feature that broke from one that did not.
+FEATURE_NOTE_TEMPLATES = ("{Feature}", "Ship {feature}", "{area}: {feature}", "Roll out {feature}",
+                          "{Feature} ({area})")
+_FEATURE_THINGS = ("batched writes", "a read-through cache", "paged listing", "bulk import",
+                   "async notifications", "per-tenant limits", "idempotent retries",
+                   "lazy loading", "a compact wire format", "scheduled cleanup",
+                   "streaming export", "soft deletes", "a warm standby", "shadow reads")
+_FEATURE_NOUNS = (("invoice", "invoices"), ("webhook", "webhooks"), ("tenant", "tenants"),
+                  ("shipment", "shipments"), ("coupon", "coupons"), ("profile", "profiles"),
+                  ("report", "reports"), ("price", "prices"), ("audit", "audit events"),
+                  ("export", "exports"), ("device", "devices"), ("address", "addresses"),
+                  ("wishlist", "wishlists"), ("schedule", "schedules"), ("ledger", "ledger rows"),
+                  ("segment", "segments"))
+_FEATURE_AREAS = ("store", "client", "worker", "export", "index", "sync", "cache", "events")
+
+
+def feature_note(template: str, feature: str, area: str) -> str:
+    """A deploy note that ships ``feature`` in module ``area``, in one of
+    :data:`FEATURE_NOTE_TEMPLATES`."""
+    return (template.replace("{Feature}", feature[:1].upper() + feature[1:])
+            .replace("{feature}", feature).replace("{area}", area))
+
+
+def routine_note(k: int, sha: str) -> str:
+    """The note of a routine deploy: ``k`` (drawn below ``2 * len(DEPLOY_NOTES)``) picks a stock
+    note, or, for the upper half, a feature note derived from the deploy's ``sha`` (no further
+    draw, so an episode's random stream is the same whichever note it gets)."""
+    if k < len(DEPLOY_NOTES):
+        return DEPLOY_NOTES[k]
+    x = int(sha, 16)
+    noun, plural = _FEATURE_NOUNS[x % len(_FEATURE_NOUNS)]
+    thing = _FEATURE_THINGS[(x >> 4) % len(_FEATURE_THINGS)]
+    area = f"{noun.split()[0]}_{_FEATURE_AREAS[(x >> 8) % len(_FEATURE_AREAS)]}"
+    template = FEATURE_NOTE_TEMPLATES[(x >> 12) % len(FEATURE_NOTE_TEMPLATES)]
+    return feature_note(template, f"{thing} for {plural}", area)
+
 
 # (level, template, only on a healthy service)
 _NOISE_LOGS = (
@@ -245,6 +285,9 @@ class Infrastructure:
     """One episode's simulated infrastructure, built from a scenario and the episode's RNG."""
 
     def __init__(self, scenario: Scenario, rng: random.Random):
+        # the episode's own stream, also keyed by the task: two tasks played on one seed share
+        # no background (routine deploys, noise), so none can be learned across tasks
+        rng = random.Random(hashlib.sha256(scenario.name.encode() + b"\0" + rng.randbytes(16)).digest())
         self.scenario = scenario
         pick = _Picker(rng.randbytes(256))
         shift = pick(4)  # every pre-page event moves together: the story stays consistent
@@ -291,6 +334,7 @@ class Infrastructure:
         self._snaps: dict[int, Snapshot] = {}
         self._reachable = self._reachable_services()
         self._regressions = 0
+        self._alert_salt = rng.randbytes(8)  # the episode's order of alerts
         self._set_current()
 
     # ---------------------------------------------------------------- setup
@@ -298,10 +342,13 @@ class Infrastructure:
         specs = self.scenario.deploy_specs(svc)
         if not specs:
             major, minor = 1 + pick(3), pick(10)
-            return [Deploy(f"v{major}.{minor + k}.{pick(10)}", before - ago - pick(600),
-                           AUTHORS[pick(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                           DEPLOY_NOTES[pick(len(DEPLOY_NOTES))])
-                    for k, ago in enumerate(((7 + pick(5)) * 1440, (2 + pick(3)) * 1440))]
+            out = []
+            for k, ago in enumerate(((7 + pick(5)) * 1440, (2 + pick(3)) * 1440)):
+                version, minute = f"v{major}.{minor + k}.{pick(10)}", before - ago - pick(600)
+                author, sha = AUTHORS[pick(len(AUTHORS))], f"{rng.getrandbits(28):07x}"
+                out.append(Deploy(version, minute, author, sha,
+                                  routine_note(pick(2 * len(DEPLOY_NOTES)), sha)))
+            return out
         out = []
         for d in specs:
             version = d.version.replace("{n}", str(pick(10)))
@@ -333,9 +380,10 @@ class Infrastructure:
         else:
             return None
         history = self.deploys[_IDX[svc]]
-        deploy = Deploy(_next_version(history[-1].version, rng), before - ago,
-                        AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                        DEPLOY_NOTES[rng.randrange(len(DEPLOY_NOTES))])
+        version, author = _next_version(history[-1].version, rng), AUTHORS[rng.randrange(len(AUTHORS))]
+        sha = f"{rng.getrandbits(28):07x}"
+        deploy = Deploy(version, before - ago, author, sha,
+                        routine_note(rng.randrange(2 * len(DEPLOY_NOTES)), sha))
         history.append(deploy)
         if not warming:
             return None
@@ -372,10 +420,10 @@ class Infrastructure:
         count = LATER_DEPLOYS[rng.randrange(len(LATER_DEPLOYS))]
         for svc in rng.sample(free, min(count, len(free))):
             history = self.deploys[_IDX[svc]]
-            history.append(Deploy(_next_version(history[-1].version, rng),
-                                  before - 1 - rng.randrange(window),
-                                  AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                                  DEPLOY_NOTES[rng.randrange(len(DEPLOY_NOTES))]))
+            version, minute = _next_version(history[-1].version, rng), before - 1 - rng.randrange(window)
+            author, sha = AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}"
+            history.append(Deploy(version, minute, author, sha,
+                                  routine_note(rng.randrange(2 * len(DEPLOY_NOTES)), sha)))
 
     def _conditions(self, before: int) -> list[Condition]:
         built: dict[str, Condition] = {}
@@ -537,7 +585,9 @@ class Infrastructure:
 
     # ---------------------------------------------------------------- diagnostics
     def alerts(self) -> list[dict]:
-        """The alerts firing now: critical first, then service order, then rule order."""
+        """The alerts firing now, in an order drawn for the episode: neither by service nor by
+        severity (the culprit's alerts are often the critical ones), so where an alert sits
+        tells nothing; its severity and ``firing_since`` are there to be read."""
         values, statuses = self._current.values, self.statuses
         out = []
         for i, svc in enumerate(SERVICES):
@@ -557,7 +607,7 @@ class Infrastructure:
                             "source_service": svc, "rule_name": name,
                             "description": f"{svc}: " + template.format(v=values[i][k] if k is not None else 0),
                             "firing_since": timestamp(since)})
-        out.sort(key=lambda a: a["severity"] != "critical")
+        out.sort(key=lambda a: hashlib.sha256(self._alert_salt + a["alert_id"].encode()).digest())
         return out
 
     @staticmethod
