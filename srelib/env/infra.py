@@ -19,7 +19,7 @@ import random
 from datetime import date, timedelta
 
 from .actions import DEPENDS_ON, SERVICES
-from .topology import downstream_of, upstream_of
+from .topology import upstream_of
 from .scenarios import METRIC_NAMES, ConditionSpec, LogTemplate, Scenario
 
 CPU, MEM, ERR, P50, P95, P99, RPS = range(7)
@@ -151,7 +151,7 @@ UPSTREAM_DEPLOY_CHANCE, QUIET_DEPLOY_CHANCE = 0.55, 0.2
 #: within twice the age of the scenario's newest scripted deploy (at least
 #: ``LATER_DEPLOY_WINDOW`` minutes). About half of them land after that deploy, so the newest
 #: deploy is often not the culprit's.
-LATER_DEPLOYS = (1, 1, 2, 2, 3, 3)
+LATER_DEPLOYS = (1, 2, 2, 3, 3, 4)
 LATER_DEPLOY_WINDOW = 20
 WARMUP_P99 = (800.0, 5000.0)
 WARMUP_CPU = (40.0, 92.0)
@@ -370,12 +370,12 @@ class Infrastructure:
         upstream = [s for s in _upstream_of(sc.involved_services)
                     if s not in pinned and not sc.deploy_specs(s)]
         harmful = any(c.cause is not None or c.cleared_by for c in sc.conditions)
+        quiet = [s for s in SERVICES if s not in sc.involved_services and not sc.deploy_specs(s)]
         if roll < UPSTREAM_DEPLOY_CHANCE and upstream and harmful:
             # a service more of the symptomatic ones call is the more tempting suspect
             weights = [sum(svc in _upstream_of((s,)) for s in sc.involved_services) for svc in upstream]
             svc, ago, warming = rng.choices(upstream, weights)[0], 6 + rng.randrange(35), True
-        elif roll < UPSTREAM_DEPLOY_CHANCE + QUIET_DEPLOY_CHANCE:
-            quiet = [s for s in SERVICES if s not in sc.involved_services and not sc.deploy_specs(s)]
+        elif roll < UPSTREAM_DEPLOY_CHANCE + QUIET_DEPLOY_CHANCE and quiet:
             svc, ago, warming = quiet[rng.randrange(len(quiet))], 35 + rng.randrange(115), False
         else:
             return None
@@ -404,15 +404,16 @@ class Infrastructure:
     def _later_deploys(self, before: int, rng: random.Random) -> None:
         """Add the episode's good deploys of symptom-free services in the minutes before the page.
 
-        They may land on services the symptomatic ones call (on the call path, a tempting
-        suspect) or elsewhere; they change nothing in the simulation: those services stay
-        healthy and the fault's onset precedes many of the deploys. Services that feel the
-        fault, services with scripted deploys, and those already given a recent innocent deploy
-        keep their histories.
+        They may land on services the symptomatic ones call or on their callers (on the path of
+        the symptoms, a tempting suspect) or elsewhere; they change nothing in the simulation
+        and the fault's onset precedes many of the deploys. The services a scenario involves,
+        services with scripted deploys, and those already given a recent innocent deploy keep
+        their histories.
         """
         sc = self.scenario
-        # the involved services and every transitive caller feel the fault
-        hit = {*sc.involved_services, *downstream_of(*sc.involved_services)}
+        # the involved services keep their histories; their callers may ship too, so a recent
+        # deploy on the path of the symptoms is no sign of the culprit
+        hit = set(sc.involved_services)
         scripted = [specs[-1].ago for _, specs in sc.deploys if specs]
         window = max(LATER_DEPLOY_WINDOW, 2 * min(scripted, default=LATER_DEPLOY_WINDOW))
         free = [s for s in SERVICES if s not in hit and not sc.deploy_specs(s)
