@@ -280,7 +280,10 @@ def audit_surfaces(train: list[Surface], test: list[Surface] | None = None) -> l
             continue
         if target == "no_fault":  # balanced accuracy: "always a fault" scores 0.5
             kinds = [[h for h, t in zip(pooled, truths) if t is flag] for flag in (True, False)]
-            rate = sum(sum(k) / len(k) for k in kinds if k) / sum(1 for k in kinds if k)
+            trained = {_truth(s, target) for tr, _ in folds for s in tr}
+            if not all(kinds) or len(trained) < 2:
+                continue  # no-fault and fault tasks on both sides, or nothing to learn or measure
+            rate = sum(sum(k) / len(k) for k in kinds) / 2
         else:
             rate = sum(pooled) / len(pooled)
         held = [s for s in (test if test is not None else train) if _truth(s, target) is not None]

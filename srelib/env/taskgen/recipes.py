@@ -346,7 +346,8 @@ def scenario_raw(c: Candidate, h: History, split: str, order: int) -> dict:
         for s in callers:
             conditions.append(_condition(f"{s}:upstream_{c.service}", s, culprit_id, family.callers,
                                          rng, words, scale=0.6 + rng.random()))
-            involved.append(s)
+            if family.needs_fix:  # organic load on the callers is part of no incident
+                involved.append(s)
     ago = family.ago[0] + rng.randrange(family.ago[1] - family.ago[0] + 1)
     deploys = {c.service: _culprit_deploys(c, h, family, ago, area, rng)}
     for other in rng.sample([s for s in SERVICES if s != c.service], 1 + rng.randrange(2)):
