@@ -103,6 +103,9 @@ _FEATURE_NOUNS = (("invoice", "invoices"), ("webhook", "webhooks"), ("tenant", "
 _FEATURE_AREAS = ("store", "client", "worker", "export", "index", "sync", "cache", "events")
 
 
+NOTE_CHOICES, FIRST_NOTE_CHOICES = 2 * len(DEPLOY_NOTES), 3 * len(DEPLOY_NOTES)
+
+
 def feature_note(template: str, feature: str, area: str) -> str:
     """A deploy note that ships ``feature`` in module ``area``, in one of
     :data:`FEATURE_NOTE_TEMPLATES`."""
@@ -110,10 +113,16 @@ def feature_note(template: str, feature: str, area: str) -> str:
             .replace("{feature}", feature).replace("{area}", area))
 
 
-def routine_note(k: int, sha: str) -> str:
-    """The note of a routine deploy: ``k`` (drawn below ``2 * len(DEPLOY_NOTES)``) picks a stock
+def routine_note(k: int, sha: str, first_of: str | None = None) -> str:
+    """The note of a routine deploy: ``k`` (drawn below :data:`NOTE_CHOICES`) picks a stock
     note, or, for the upper half, a feature note derived from the deploy's ``sha`` (no further
-    draw, so an episode's random stream is the same whichever note it gets)."""
+    draw, so an episode's random stream is the same whichever note it gets). The oldest deploy
+    of a service (``first_of``: the service) draws ``k`` below :data:`FIRST_NOTE_CHOICES`: the
+    top third is its "Initial ..." release, as likely on any service."""
+    if k >= NOTE_CHOICES:
+        if first_of is None:
+            raise ValueError(f"k={k}: only a service's first deploy may be its initial release")
+        return f"Initial {first_of.replace('_', ' ')} release"
     if k < len(DEPLOY_NOTES):
         return DEPLOY_NOTES[k]
     x = int(sha, 16)
@@ -347,7 +356,8 @@ class Infrastructure:
                 version, minute = f"v{major}.{minor + k}.{pick(10)}", before - ago - pick(600)
                 author, sha = AUTHORS[pick(len(AUTHORS))], f"{rng.getrandbits(28):07x}"
                 out.append(Deploy(version, minute, author, sha,
-                                  routine_note(pick(2 * len(DEPLOY_NOTES)), sha)))
+                                  routine_note(pick(FIRST_NOTE_CHOICES), sha, svc) if k == 0
+                                  else routine_note(pick(NOTE_CHOICES), sha)))
             return out
         out = []
         for d in specs:
@@ -383,7 +393,7 @@ class Infrastructure:
         version, author = _next_version(history[-1].version, rng), AUTHORS[rng.randrange(len(AUTHORS))]
         sha = f"{rng.getrandbits(28):07x}"
         deploy = Deploy(version, before - ago, author, sha,
-                        routine_note(rng.randrange(2 * len(DEPLOY_NOTES)), sha))
+                        routine_note(rng.randrange(NOTE_CHOICES), sha))
         history.append(deploy)
         if not warming:
             return None
@@ -424,7 +434,7 @@ class Infrastructure:
             version, minute = _next_version(history[-1].version, rng), before - 1 - rng.randrange(window)
             author, sha = AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}"
             history.append(Deploy(version, minute, author, sha,
-                                  routine_note(rng.randrange(2 * len(DEPLOY_NOTES)), sha)))
+                                  routine_note(rng.randrange(NOTE_CHOICES), sha)))
 
     def _conditions(self, before: int) -> list[Condition]:
         built: dict[str, Condition] = {}
