@@ -10,76 +10,47 @@ of at most :data:`MEAN_BAR` per pool with at most :data:`OVER_SHARE` of the task
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 
 from srelib.env.actions import SERVICES, ActionType
 from srelib.env.belief import BeliefState
-from srelib.env.infra import DEPLOY_NOTES
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.revert import reverse_diff
+from srelib.shortcuts import (Evidence, initial_release_service, last_summary_service, newest_commit,
+                              newest_deploy_service, off_stock_note_service, reported_fault,
+                              third_oldest_commit, unchanged_elsewhere_commit)
 from srelib.tell_audit import mask
 
 MEAN_BAR, TASK_BAR, NO_FAULT_TASK_BAR, OVER_SHARE = 0.2, 0.35, 0.6, 0.10
 
 
-# ── rules over what the page and the deploy histories show ─────────────────────────────────
-def _newest(deploys: list) -> dict:
-    return max(deploys, key=lambda d: d["timestamp"]) if deploys else {}
+def _or_newest(rule):
+    """``rule`` (a :mod:`srelib.shortcuts` culprit rule), else the service deployed last."""
+    return lambda ev: rule(ev) or newest_deploy_service(ev)
 
 
-def newest_deploy(seen: dict) -> str | None:
-    latest = {s: _newest(d) for s, d in seen["deploys"].items() if d}
-    return max(latest, key=lambda s: latest[s]["timestamp"]) if latest else None
+def _or_head(rule):
+    """``rule`` (a :mod:`srelib.shortcuts` bad-commit rule), else the newest commit."""
+    return lambda ev: rule(ev) or newest_commit(ev)
 
 
-def off_stock_note(seen: dict) -> str | None:
-    """The service whose newest deploy note is not on the stock list innocent services use."""
-    off = [s for s, d in seen["deploys"].items() if d and _newest(d)["description"] not in DEPLOY_NOTES]
-    return off[0] if off else newest_deploy(seen)
-
-
-def initial_release(seen: dict) -> str | None:
-    """The service whose deploy history opens with an "Initial ..." release."""
-    first = [s for s, d in seen["deploys"].items() if d and d[0]["description"].startswith("Initial")]
-    return first[0] if first else newest_deploy(seen)
-
-
-def last_named(seen: dict) -> str | None:
-    """The last service the summary names."""
-    low = seen["summary"].lower()
-    hits = [(m.start(), s) for s in SERVICES for m in re.finditer(rf"\b{s.replace('_', '[ _]')}\b", low)]
-    return max(hits)[1] if hits else newest_deploy(seen)
-
-
-def looks_reported(seen: dict) -> bool:
-    """SEV3, or a "User report" title: no fault."""
-    return seen["severity"] == "SEV3" or seen["title"].lower().startswith(("user report", "report:"))
-
-
-# ── rules over the git log (newest first) ──────────────────────────────────────────────────
-def says_unchanged(commits: list) -> dict | None:
-    """The commit whose body says the rest "otherwise behaves as before"."""
-    return next((c for c in commits if "otherwise behaves as before" in c["message"]), None) or \
-        (commits[0] if commits else None)
-
-
-def third_oldest(commits: list) -> dict | None:
-    return commits[-3] if len(commits) >= 3 else (commits[0] if commits else None)
+def looks_reported(ev: Evidence) -> bool:
+    return reported_fault(ev) == "none"
 
 
 class FieldCheater:
-    """A policy made of one culprit rule, one commit rule, an optional fault-class table and an
+    """A policy made of one culprit rule, one commit rule (both over a
+    :class:`srelib.shortcuts.Evidence` of what it saw), an optional fault-class table and an
     optional no-fault rule (see the module doc)."""
 
-    def __init__(self, name: str, culprit=newest_deploy, commit=third_oldest, fault_class=None,
-                 no_fault=None):
+    def __init__(self, name: str, culprit=newest_deploy_service, commit=_or_head(third_oldest_commit),
+                 fault_class=None, no_fault=None):
         self.name, self._culprit, self._commit = name, culprit, commit
         self._class, self._no_fault = fault_class, no_fault
         self.reset()
 
     def reset(self, seed=None, task_name=None) -> None:
-        self._seen: dict = {"deploys": {}}
+        self._seen: dict = {"deploys": {}, "title": "", "summary": "", "severity": ""}
         self._asked: str | None = None
         self._queue: list = []
         self._picked = False
@@ -89,6 +60,11 @@ class FieldCheater:
         if phase == 2:
             return self._phase2(observation)
         return self._phase1(observation)
+
+    def _evidence(self, commits: tuple = ()) -> Evidence:
+        seen = self._seen
+        return Evidence("", 0, seen["title"], seen["summary"], (), seen["deploys"], {}, commits,
+                        severity=seen["severity"])
 
     def _phase1(self, obs: dict) -> dict:
         seen, result = self._seen, obs.get("action_result") or {}
@@ -102,9 +78,10 @@ class FieldCheater:
             self._asked = todo[0]
             return make_action(ActionType.CHECK_DEPLOY_HISTORY, todo[0])
         if not self._queue:
-            self._quiet = bool(self._no_fault and self._no_fault(seen))
-            service = self._culprit(seen)
-            fault = "none" if self._quiet else (self._class(seen) if self._class else None)
+            ev = self._evidence()
+            self._quiet = bool(self._no_fault and self._no_fault(ev))
+            service = self._culprit(ev)
+            fault = "none" if self._quiet else (self._class(ev) if self._class else None)
             belief = BeliefState(suspected_service=service, suspected_fault_class=fault,
                                  service_confidence=1.0, fault_confidence=1.0 if fault else 0.0,
                                  reasoning=self.name)
@@ -115,11 +92,11 @@ class FieldCheater:
 
     def _phase2(self, obs: dict) -> dict:
         result = obs.get("action_result") or {}
-        if self._no_fault and not self._queue and not self._picked and "title" not in self._seen:
+        if self._no_fault and not self._queue and not self._picked and not self._seen["title"]:
             # started in phase 2 (pool B): the page is all there is to read
             self._seen.update(title=obs.get("incident_title", ""), severity=obs.get("severity", ""),
                               summary=obs.get("incident_summary", ""))
-            self._quiet = self._no_fault(self._seen)
+            self._quiet = self._no_fault(self._evidence())
         if self._quiet:
             return make_action(ActionType.DECLARE_NO_CHANGE, reason=self.name)
         if isinstance(result.get("diff"), str) and result["diff"].strip():
@@ -129,10 +106,11 @@ class FieldCheater:
                 return make_action(ActionType.DECLARE_NO_CHANGE, reason="nothing to revert")
             return make_action(ActionType.GET_GIT_LOG, n_commits=50)
         self._picked = True
-        pick = self._commit([c for c in result["commits"] if isinstance(c, dict) and c.get("sha")])
-        if pick is None:
+        commits = tuple(c for c in result["commits"] if isinstance(c, dict) and c.get("sha"))
+        sha = self._commit(self._evidence(commits))
+        if sha is None:
             return make_action(ActionType.DECLARE_NO_CHANGE, reason="no commit")
-        return make_action(ActionType.GET_FILE_DIFF, commit_sha=pick["sha"])
+        return make_action(ActionType.GET_FILE_DIFF, commit_sha=sha)
 
 
 # ── the template learner: tables learned from train tasks ─────────────────────────────────
@@ -159,21 +137,21 @@ class TemplateLearner(FieldCheater):
         prior = sum(hits.values()) / max(1, sum(seen.values()))
         common = Counter(s.fault_class for s in train_surfaces).most_common(1)[0][0]
 
-        def culprit(view: dict) -> str | None:
+        def culprit(ev: Evidence) -> str | None:
             rate = {svc: (hits[v] + prior) / (seen[v] + 1)
-                    for svc, v in ((svc, mask(_newest(d).get("description", "")))
-                                   for svc, d in view["deploys"].items())}
+                    for svc, v in ((svc, mask(max(d, key=lambda x: x["timestamp"])["description"]))
+                                   for svc, d in ev.deploys.items() if d)}
             return max(SERVICES, key=lambda svc: rate.get(svc, 0.0))
 
-        def fault_class(view: dict) -> str:
-            votes = titles.get(mask(view["title"]))
+        def fault_class(ev: Evidence) -> str:
+            votes = titles.get(mask(ev.title))
             return max(votes, key=votes.__getitem__) if votes else common
 
         place = places.most_common(1)[0][0] if places else 2
 
-        def commit(commits: list) -> dict | None:
-            oldest_first = commits[::-1]
-            return oldest_first[min(place, len(oldest_first) - 1)] if oldest_first else None
+        def commit(ev: Evidence) -> str | None:
+            oldest_first = ev.commits[::-1]
+            return oldest_first[min(place, len(oldest_first) - 1)]["sha"] if oldest_first else None
 
         super().__init__("template learner", culprit, commit, fault_class,
                          no_fault=lambda view: fault_class(view) == "none")
@@ -181,11 +159,11 @@ class TemplateLearner(FieldCheater):
 
 def single_field_cheaters() -> list[FieldCheater]:
     """The single-field rules of issue 28, each as a policy."""
-    return [FieldCheater("deploy-note rule", culprit=off_stock_note),
-            FieldCheater("initial-release rule", culprit=initial_release),
-            FieldCheater("summary-order rule", culprit=last_named),
-            FieldCheater("commit-body rule", commit=says_unchanged),
-            FieldCheater("commit-position rule", commit=third_oldest),
+    return [FieldCheater("deploy-note rule", culprit=_or_newest(off_stock_note_service)),
+            FieldCheater("initial-release rule", culprit=_or_newest(initial_release_service)),
+            FieldCheater("summary-order rule", culprit=_or_newest(last_summary_service)),
+            FieldCheater("commit-body rule", commit=_or_head(unchanged_elsewhere_commit)),
+            FieldCheater("commit-position rule", commit=_or_head(third_oldest_commit)),
             FieldCheater("severity rule", no_fault=looks_reported)]
 
 

@@ -1,13 +1,13 @@
 """The surface red team (issue 28, requirement 10): policies that read one field of the page,
 the deploy histories or the git log, or learn such fields' templates from the train tasks,
 stay under the bar in every pool of both suites: a mean of at most 0.2, and at most 10% of the
-tasks over 0.35 (0.6 on no-fault tasks)."""
+tasks over 0.35 (0.6 on no-fault tasks). The rules are those of :mod:`srelib.shortcuts`, whose
+hit rates its own tests hold under their ceiling."""
 
 from __future__ import annotations
 
 import pytest
-from red_team_surface import (TemplateLearner, pool_means, says_unchanged, single_field_cheaters,
-                              third_oldest)
+from red_team_surface import TemplateLearner, pool_means, single_field_cheaters
 
 from srelib.env.pools import TRAIN_TASKS
 from srelib.tell_audit import classic_surfaces, surface
@@ -40,19 +40,3 @@ def test_the_template_learner_stays_under_the_bar(suite):
                        PER_POOL if suite == "generated" else None)
     assert all(m["ok"] for m in means.values()), means
 
-
-def test_the_commit_rules_no_longer_find_the_bad_commit():
-    """What the commit rules read: the body that said "otherwise behaves as before" and the
-    third-oldest place named the bad commit in every task; now neither does most of the time."""
-    from srelib.env.repos import load_repo
-    from srelib.env.scenarios import TASKS, get_scenario
-    from srelib.env.taskgen import generated_suite
-
-    tasks = [t for t in (*TASKS, *list(generated_suite().tasks)[::5]) if get_scenario(t).bad_commit]
-    for rule in (says_unchanged, third_oldest):
-        hits = 0
-        for task in tasks:
-            sc = get_scenario(task)
-            commits = [{"sha": c.sha, "message": c.message} for c in load_repo(sc.repo).commits]
-            hits += rule(commits)["sha"] == sc.bad_commit
-        assert hits / len(tasks) <= 0.6, (rule.__name__, hits, len(tasks))

@@ -5,11 +5,14 @@ From the candidate id alone, and a seeded stream derived from it, come:
 
 * the repository history (:func:`history`): the service's base, an innocent commit that adds
   the site's working component, the commit that ships a feature and carries the bug (for the
-  no-fault family: the feature alone), and sometimes later innocent commits, all subjects in
-  one ``area: what`` style;
+  no-fault family: the feature alone) and two innocent commits drawn before or after it, so
+  the bad one sits anywhere from third-oldest to newest; every body is drawn alike;
 * the files of the reference fix (the bug's inverse, feature kept) and the hidden tests;
 * the incident (:func:`scenario_raw`): the family's signature on the culprit and its callers,
-  the culprit's deploys of those commits, a title, a summary and the answer.
+  the culprit's deploys (older ones routine, as ``infra`` draws every service's), one or two
+  other services deploying in the same window, a page (title, summary, severity) drawn from
+  symptoms several families share, and the answer. No surface field tells the culprit, the
+  class or the bad commit on its own (:mod:`srelib.tell_audit` checks).
 
 Everything is a pure function of GENERATOR_VERSION and the id: no ``hash()`` of strings, no
 set ordering, no clock.
@@ -22,7 +25,8 @@ import random
 from dataclasses import dataclass
 
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES
-from srelib.env.infra import AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES, feature_note, routine_note
+from srelib.env.infra import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES, FIRST_NOTE_CHOICES,
+                              NOTE_CHOICES, feature_note, routine_note)
 
 from .bases import BASES
 from .families import FAMILIES, SEVERITIES, SYMPTOMS, TITLE_PREFIXES, Effect, Family
@@ -284,13 +288,18 @@ def _culprit_deploys(c: Candidate, h: History, family: Family, ago: int, area: s
         bad = index == h.bad_index
         out.append({"version": f"v{major}.{minor + k}.{'{n}' if k == 0 else rng.randrange(10)}",
                     "ago": minutes, "sha": commit.sha, "author": commit.author,
-                    "description": note if bad else routine_note(rng.randrange(2 * len(DEPLOY_NOTES)),
-                                                                 commit.sha),
+                    "description": note if bad else _older_note(k, commit.sha, c.service, rng),
                     **({"bad": True} if bad and family.needs_fix else {})})
     return out
 
 
-def _routine_deploys(family: Family, rng: random.Random) -> list[dict]:
+def _older_note(k: int, sha: str, service: str, rng: random.Random) -> str:
+    """The note of a service's ``k``-th deploy, drawn as ``infra`` draws routine ones."""
+    return routine_note(rng.randrange(FIRST_NOTE_CHOICES), sha, service) if k == 0 else \
+        routine_note(rng.randrange(NOTE_CHOICES), sha)
+
+
+def _routine_deploys(service: str, family: Family, rng: random.Random) -> list[dict]:
     """A service that also shipped shortly before the page: two routine releases days before
     and one within the family's deploy window, drawn as the culprit's are."""
     major, minor = 1 + rng.randrange(3), rng.randrange(10)
@@ -301,7 +310,7 @@ def _routine_deploys(family: Family, rng: random.Random) -> list[dict]:
         sha = f"{rng.getrandbits(28):07x}"
         out.append({"version": f"v{major}.{minor + k}.{'{n}' if k == 0 else rng.randrange(10)}",
                     "ago": minutes, "sha": sha, "author": AUTHORS[rng.randrange(len(AUTHORS))],
-                    "description": routine_note(rng.randrange(2 * len(DEPLOY_NOTES)), sha)})
+                    "description": _older_note(k, sha, service, rng)})
     return out
 
 
@@ -351,7 +360,7 @@ def scenario_raw(c: Candidate, h: History, split: str, order: int) -> dict:
     ago = family.ago[0] + rng.randrange(family.ago[1] - family.ago[0] + 1)
     deploys = {c.service: _culprit_deploys(c, h, family, ago, area, rng)}
     for other in rng.sample([s for s in SERVICES if s != c.service], 1 + rng.randrange(2)):
-        deploys[other] = _routine_deploys(family, rng)
+        deploys[other] = _routine_deploys(other, family, rng)
     title, summary = _page(family, involved, rng)
     herrings = rng.sample(_HERRINGS, 2)
     others = [s for s in SERVICES if s not in involved]
