@@ -2,6 +2,7 @@
 
     srelib tasks [--suite generated]
     srelib tasks check srelib/env/scenario_data/memory_leak
+    srelib tasks audit --suite generated
     srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
     srelib report runs/h
     srelib demo --out results
@@ -80,14 +81,24 @@ def _parser() -> argparse.ArgumentParser:
         f"unsafe: also in a weaker one, verdicts marked unverified (env {SANDBOX_ENV})"))
 
     tasks = sub.add_parser("tasks", help="list the tasks and the pools; "
-                           "'tasks check PATH' validates a scenario folder")
+                           "'tasks check PATH' validates a scenario folder; "
+                           "'tasks audit' looks for single-field tells")
     tasks.add_argument("--suite", choices=("classic", "generated"), default="classic",
                        help="classic: every task and pool; generated: counts and rejections")
     tasks.set_defaults(run=_cmd_tasks, parser=tasks)
-    check = tasks.add_subparsers(dest="tasks_command").add_parser(
+    tasks_sub = tasks.add_subparsers(dest="tasks_command")
+    check = tasks_sub.add_parser(
         "check", parents=[grading], help="validate a scenario folder and name each problem")
     check.add_argument("path", help="a folder like srelib/env/scenario_data/<task>")
     check.set_defaults(run=_cmd_tasks_check, parser=check)
+    audit = tasks_sub.add_parser(
+        "audit", help="the tell audit: how well one surface field, read alone, predicts the "
+                      "culprit, the fault class, no-fault or the bad commit on held-out tasks")
+    audit.add_argument("--suite", choices=("classic", "generated"), default="generated",
+                       help="generated: fitted on train, scored on held-out; classic: "
+                            "leave-one-task-out")
+    audit.add_argument("--failures", action="store_true", help="print only the rows over the bar")
+    audit.set_defaults(run=_cmd_tasks_audit, parser=audit)
 
     ev = sub.add_parser("eval", parents=[grading], help="evaluate scripted policies on a grid of episodes")
     ev.add_argument("--policy", action="append", required=True, metavar="NAME",
@@ -308,6 +319,17 @@ def _cmd_tasks_check(args) -> int:
         print(f"problem: {problem}")
     print(f"{args.path}: {len(problems)} problem(s)" if problems else f"{args.path}: ok")
     return 1 if problems else 0
+
+
+def _cmd_tasks_audit(args) -> int:
+    from srelib.tell_audit import audit, failures, format_audit
+
+    rows = audit(args.suite)
+    print(format_audit(rows, only_failures=args.failures))
+    found = failures(rows)
+    print(f"\n{args.suite} suite: {len(rows)} predictors, {len(found)} over the bar "
+          f"(held-out rate <= {min(r['bar'] for r in rows):.2f}..{max(r['bar'] for r in rows):.2f})")
+    return 1 if found else 0
 
 
 def _cmd_eval(args) -> int:

@@ -13,7 +13,7 @@ from srelib.stats import bootstrap_mean_difference
 
 
 def test_stopping_conditions_differ_in_when_they_stop_and_in_score():
-    result = stopping_experiment(seeds=4, tuned=False)
+    result = stopping_experiment(seeds=8, tuned=False)  # 4 seeds no longer separate them (issue 28)
     steps = result.summary.set_index("condition")["p1_steps"]
     assert steps["stop@0.5"] < steps["stop@0.7"] < steps["stop@0.9"]
     lengths = result.frame.groupby("policy")["p1_steps"].apply(tuple)
@@ -44,7 +44,7 @@ def test_credit_oracle_and_heldout_experiments_measure_what_they_claim():
     assert (on["outcome"].to_numpy() >= off["outcome"].to_numpy() - 1e-12).all()
     assert on["r_cross"].notna().all()
 
-    oracle = oracle_phase1_experiment(seeds=3)
+    oracle = oracle_phase1_experiment(seeds=8)  # the gap narrowed with the surface tells (issue 28)
     by = oracle.summary.set_index("condition")
     assert by.loc["oracle_p1", "p1_steps"] == 1  # the oracle hands over at once
     parts = oracle.frame.groupby("policy")[["diagnosis", "mitigation"]].mean()

@@ -37,8 +37,9 @@ _WRITTEN: dict[str, str] = {}
 @functools.lru_cache(maxsize=1)  # no arguments: one short string
 def _source_digest() -> str:
     digest = hashlib.sha256()
-    admission = Path(__file__).parents[2] / "admission.py"  # the gate policies admission plays
-    for path in [*sorted(Path(__file__).parent.glob("*.py")), admission]:
+    # the gate policies admission plays and the tell audit it runs
+    above = [Path(__file__).parents[2] / name for name in ("admission.py", "tell_audit.py")]
+    for path in [*sorted(Path(__file__).parent.glob("*.py")), *above]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
@@ -154,7 +155,8 @@ def _write_digest_file() -> None:
 
 def write_digests() -> Path:
     """Generate the suite into an empty cache (the gate's worker processes read the derived tests
-    back, verified) and write :data:`DIGEST_FILE` with the digest of every entry."""
+    back, verified), write :data:`DIGEST_FILE` with the digest of every entry and the packaged
+    suite file (:data:`.suite.SUITE_FILE`)."""
     from . import suite
     from .tasks import _candidates, derive_tests
 
@@ -166,8 +168,10 @@ def write_digests() -> Path:
             derive_tests(list(_candidates()))
             _write_digest_file()
             suite._MEMO.clear()
-            suite.generated_suite()
+            report = suite.generate()
+            write("suite.json", suite.cache_entry(report))
             _write_digest_file()
+            suite.write_suite_file(report)
         finally:
             del os.environ["SRELIB_CACHE"]
             if before is not None:
