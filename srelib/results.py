@@ -40,7 +40,7 @@ KEY_COLUMNS = ("policy", "task", "pool", "mode", "seed")
 COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
 #: Columns of the frames that :func:`load_run` and :func:`srelib.evaluate` return.
 COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", "p1_steps", "p2_steps",
-           "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error")
+           "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error", "oracle")
 _VERSIONED = ("srelib", "numpy", "pandas", "matplotlib", "tqdm", "openai", "transformers", "torch")
 
 
@@ -53,6 +53,8 @@ class Episode:
     null-handoff repair value was given. ``tokens`` and ``latency_s`` are None for policies that
     do not record usage. ``error`` holds the traceback of a policy or environment exception
     that ended the episode early (``ended_by`` ``"policy_error"`` or ``"env_error"``).
+    ``task`` is the task's opaque id (:mod:`srelib.env.task_ids`); ``oracle`` is True when the
+    policy was handed the answer (:mod:`srelib.policies.oracle`).
     """
 
     policy: str
@@ -71,11 +73,22 @@ class Episode:
     ended_by: str | None = None
     wall_s: float = 0.0
     error: str | None = None
+    oracle: bool = False
 
     @property
     def key(self) -> tuple:
         """``(policy, task, pool, mode, seed)``: what resume and de-duplication compare."""
         return tuple(getattr(self, k) for k in KEY_COLUMNS)
+
+    @property
+    def public_task(self) -> str:
+        """The task as tables show it: a classic task's name, else its opaque id."""
+        from srelib.env.task_ids import public_name
+
+        try:
+            return public_name(self.task)
+        except ValueError:  # an episode of a task this srelib does not know
+            return self.task
 
     @property
     def final(self) -> float | None:
@@ -123,10 +136,12 @@ class Episode:
         return cls.from_dict(json.loads(text))
 
     def row(self) -> dict[str, Any]:
-        """The episode as one flat row of the results frame (see :data:`COLUMNS`)."""
+        """The episode as one flat row of the results frame (see :data:`COLUMNS`); the task is
+        shown by :attr:`public_task`."""
         score = self.score or {}
         p1, p2 = self.phase_steps
-        values = {**{k: getattr(self, k) for k in KEY_COLUMNS}, "final": self.final,
+        values = {**{k: getattr(self, k) for k in KEY_COLUMNS}, "task": self.public_task,
+                  "final": self.final,
                   **{c: score.get(c) for c in COMPONENTS}, "r_cross": self.r_cross,
                   "resolved": (score.get("patch") or {}).get("resolved"),  # full, partial, no
                   "p1_steps": p1, "p2_steps": p2}
@@ -147,7 +162,7 @@ def frame_from_episodes(episodes) -> "Any":
 
     frame = pd.DataFrame([e.row() for e in episodes], columns=list(COLUMNS))
     frame = frame.astype({"p1_steps": int, "p2_steps": int, "parse_failures": int,
-                          "terminated": bool, "truncated": bool})
+                          "terminated": bool, "truncated": bool, "oracle": bool})
     order = frame.sort_values(list(KEY_COLUMNS), na_position="first", kind="stable").index
     return frame.loc[order].reset_index(drop=True)
 

@@ -404,7 +404,7 @@ class EpisodeStepper(_Displayable):
             self.run = advance(self._steps, first=True)
             self.last_action = None
             for policy in self._policies.values():
-                reset_policy(policy, self.seed_picker.value, self.task)
+                reset_policy(policy, self.seed_picker.value, self.run.task)  # the opaque id
             self._render()
             self._status(self._failure())
             return self.obs
@@ -475,7 +475,7 @@ class EpisodeStepper(_Displayable):
 
     def _ask(self, policy: Any) -> dict | None:
         try:
-            return policy(self.obs, self.obs.get("current_phase"), self.task)
+            return policy(self.obs, self.obs.get("current_phase"), self.run.task)
         except Exception as exc:  # a policy bug is shown, not raised into the event loop
             self._status(f"The policy raised {type(exc).__name__}: {exc}", error=True)
             return None
