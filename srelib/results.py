@@ -21,7 +21,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from srelib.env.actions import PARSE_ERROR
 from srelib.redact import scrub_secrets
@@ -41,6 +41,9 @@ COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
 #: Columns of the frames that :func:`load_run` and :func:`srelib.evaluate` return.
 COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", "p1_steps", "p2_steps",
            "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error", "oracle")
+#: Episode fields that no replay can check: what the policy cost, the text of its failure, and
+#: whether it was handed the answer. ``run.json`` lists them under ``unverifiable``.
+UNVERIFIABLE = ("tokens", "latency_s", "wall_s", "error", "oracle")
 _VERSIONED = ("srelib", "numpy", "pandas", "matplotlib", "tqdm", "openai", "transformers", "torch")
 
 
@@ -149,6 +152,14 @@ class Episode:
         return values
 
 
+def plan_digest(keys: Iterable) -> str:
+    """The digest of a planned grid: SHA-256 of its episode keys, sorted, as JSON."""
+    import hashlib
+
+    rows = sorted(json.dumps(list(k), separators=(",", ":")) for k in keys)
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
 def count_parse_failures(trajectory: list[dict]) -> int:
     """How many steps sent the reserved PARSE_ERROR action (an unreadable model reply)."""
     return sum(1 for r in trajectory if (r.get("action") or {}).get("action_type") == PARSE_ERROR)
@@ -185,6 +196,7 @@ class RunStore:
         self.path.mkdir(parents=True, exist_ok=True)
         self.episodes_path = self.path / EPISODES_FILE
         self.done: set[tuple] = set()
+        self.resumed = resume
         self._read_to = (None, 0)  # (inode, offset) of the file read so far
         with self._locked():
             if not resume:
@@ -193,10 +205,12 @@ class RunStore:
                 self._rewrite_if_damaged()
             self._catch_up()
 
-    def write_config(self, config: dict[str, Any]) -> None:
+    def write_config(self, config: dict[str, Any], plan: Iterable[tuple] | None = None) -> None:
         """Write ``run.json``: the config with secrets redacted, package versions, git revision,
         the isolation level patch grading ran under, the sandbox mode (``"unsafe"``: opted in to a
-        weak level) and whether its verdicts are ``verified`` (kept on resume)."""
+        weak level) and whether its verdicts are ``verified`` (kept on resume); the planned grid
+        (``plan``: episode keys, added to those planned before when resuming) with its digest;
+        and the episode fields no replay can check (:data:`UNVERIFIABLE`)."""
         from srelib.env.sandbox import HOLDING_LEVELS, isolation_level, sandbox_mode
         from srelib.redact import redact
 
@@ -209,7 +223,13 @@ class RunStore:
                       "isolation": isolation_level(), "sandbox": sandbox_mode(),
                       "verified": isolation_level() in HOLDING_LEVELS,
                       "created": previous.get("created", now),
-                      "started": [*previous.get("started", []), now]}
+                      "started": [*previous.get("started", []), now],
+                      "unverifiable": list(UNVERIFIABLE)}
+            planned = [*((previous.get("plan") or {}).get("episodes", []) if self.resumed else []),
+                       *([list(key) for key in plan] if plan is not None else [])]
+            if planned:
+                unique = list({json.dumps(k): k for k in planned}.values())
+                record["plan"] = {"episodes": unique, "digest": plan_digest(unique)}
             _replace(run_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
     def append(self, episode: Episode) -> bool:
@@ -352,20 +372,20 @@ def load_run(path: str | os.PathLike, verify: bool = False):
     """The episodes of a run directory (or of its ``episodes.jsonl``) as a tidy DataFrame,
     one row per episode.
 
-    ``verify=True`` first replays every episode through the seeded environment
-    (:func:`srelib.verify_episode`) and raises ``ValueError`` naming those whose records or
-    score do not match: use it whenever saved results are compared.
+    ``verify=True`` first checks the run against its manifest's planned grid and replays every
+    episode through the seeded environment (:func:`srelib.verify.verify_run`); it raises
+    ``ValueError`` naming each missing, extra or changed episode: use it whenever saved results
+    are compared.
     """
     episodes = load_episodes(path)
     if verify:
-        from srelib.verify import verify_episode
+        from srelib.verify import verify_run
 
-        failed = [(e.key, check.problems[0]) for e in episodes
-                  if not (check := verify_episode(e)).ok]
-        if failed:
-            shown = "; ".join(f"{key}: {problem}" for key, problem in failed[:3])
-            raise ValueError(f"{len(failed)} of {len(episodes)} episodes in {path} do not replay "
-                             f"to what is stored: {shown}")
+        problems = verify_run(run_directory(path), episodes)
+        if problems:
+            shown = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
+            raise ValueError(f"{len(problems)} of {len(episodes)} episodes in {path} do not replay "
+                             f"to what is stored or planned: {shown}")
     return frame_from_episodes(episodes)
 
 

@@ -221,7 +221,7 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     store = RunStore(out, resume=resume) if out is not None else None
     if store is not None:
         store.write_config(_run_config(policies, tasks, pools, seeds, mode, max_steps,
-                                       null_repair, workers))
+                                       null_repair, workers), plan=[j.key for j in jobs])
     todo = [j for j in jobs if store is None or j.key not in store.done]
     finished: list[Episode] = []
     with progress_bar(total=len(jobs), initial=len(jobs) - len(todo), desc="episodes",
