@@ -94,12 +94,12 @@ def family_sample(per_family: int | None = 2, seed: int = 0, report=None) -> lis
 
 
 def with_family(frame, report=None):
-    """The frame's episodes on generated tasks (named by their opaque ids), with the task's
-    ``family`` and ``split`` added."""
-    from srelib.env.task_ids import task_id
+    """The frame's episodes on generated tasks (named by their opaque ids, as frames name them,
+    or by their names), with the task's ``family`` and ``split`` added."""
+    from srelib.env.task_ids import id_of_name
 
     report = _report(report)
-    cards = {task_id(t): info for t, info in report.tasks.items()}
+    cards = {**report.tasks, **{id_of_name(t): info for t, info in report.tasks.items()}}
     rows = frame[frame["task"].isin(list(cards))]
     return rows.assign(family=rows["task"].map(lambda t: cards[t].family),
                        split=rows["task"].map(lambda t: cards[t].split))

@@ -40,7 +40,11 @@ def _digest(name: str) -> str:
 
 def task_id(task: str) -> str:
     """The opaque id of ``task`` (a name or an id); ValueError for an unknown task."""
-    name = resolve(task)
+    return id_of_name(resolve(task))
+
+
+def id_of_name(name: str) -> str:
+    """The opaque id a task called ``name`` has (or would have: the name is not looked up)."""
     return f"{'c' if name in SCENARIOS else 'g'}-{_digest(name)}"
 
 
