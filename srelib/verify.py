@@ -96,7 +96,8 @@ def verify_episode(episode: Any, *, max_steps: int | None = None,
     """Replay ``episode`` (an :class:`srelib.Episode` or its dict) through the seeded
     environment and report whether its records, ending, counts and score match (see the module
     doc). ``max_steps`` and ``null_repair`` are the run's (``run.json``): an episode cut by the
-    step cap must have taken exactly ``max_steps`` actions, and ``r_cross`` must follow from
+    step cap must have taken exactly ``max_steps`` actions (0: the run had no cap; None: not
+    known), and ``r_cross`` must follow from
     ``null_repair`` (an episode with ``r_cross`` and no ``null_repair`` to check it fails)."""
     from srelib.env.core import IncidentEnv
     from srelib.env.grading import score_trajectory
@@ -170,6 +171,8 @@ def _ending_problems(episode: Any, run: Any, records: int, max_steps: int | None
         return [f"the episode says it ended as {said}; the replay did not end"]
     if episode.ended_by == "max_steps":
         taken = records - (episode.mode == "p2_only")  # pool B's handoff record is no action
+        if max_steps == 0:
+            return ["the episode says a step cap ended it; the run had no step cap"]
         if said[1:] != (False, True) or (max_steps is not None and taken != max_steps):
             return [f"the episode says the step cap ({max_steps}) ended it after {taken} "
                     f"actions, as {said}"]
@@ -231,7 +234,7 @@ def verify_run(path: Any, episodes: list | None = None) -> list[str]:
         if episode.ended_by is None:
             problems.append(f"{_name(key)}: stored before it ended")
             continue
-        check = verify_episode(episode, max_steps=config.get("max_steps"),
+        check = verify_episode(episode, max_steps=config.get("max_steps") or 0,
                                null_repair=config.get("null_repair"))
         if not check.ok:
             problems.append(f"{_name(key)}: {check.problems[0]}")
