@@ -74,6 +74,18 @@ def test_ids_are_opaque_unique_and_resolve_to_their_cards():
         srelib.task_card("g-00000000")
 
 
+def test_swebench_instances_name_no_family_or_culprit():
+    from srelib.integrations import swebench
+
+    for task in family_sample(per_family=1):
+        card = srelib.task_card(task)
+        if card.split != "train" or not card.needs_fix:
+            continue
+        iid = swebench.instance_id(task)
+        assert card.id in iid and swebench.task_of(iid) == task
+        assert _parse(iid) == (None, None) and card.site not in iid
+
+
 def test_nothing_in_info_names_the_task():
     for task in family_sample(per_family=1)[:8]:
         card = srelib.task_card(task)
