@@ -97,8 +97,8 @@ def verify_episode(episode: Any, *, max_steps: int | None = None,
     environment and report whether its records, ending, counts and score match (see the module
     doc). ``max_steps`` and ``null_repair`` are the run's (``run.json``): an episode cut by the
     step cap must have taken exactly ``max_steps`` actions (0: the run had no cap; None: not
-    known), and ``r_cross`` must follow from
-    ``null_repair`` (an episode with ``r_cross`` and no ``null_repair`` to check it fails)."""
+    known), and ``r_cross`` must follow from ``null_repair`` (``{}``: the run had none, so
+    ``r_cross`` must be None; None: not known, not checked)."""
     from srelib.env.core import IncidentEnv
     from srelib.env.grading import score_trajectory
     from srelib.episode import RUNNER_ENDINGS, EpisodeSpec, advance, episode_steps
@@ -193,7 +193,9 @@ def _count_problems(episode: Any, replayed: dict, null_repair: Mapping | None) -
     if episode.parse_failures != counted:
         problems.append(f"the episode says {episode.parse_failures} parse failures; its records "
                         f"hold {counted}")
-    null = None if null_repair is None else by_task(null_repair, episode.task)
+    if null_repair is None:  # not known: r_cross is not checked
+        return problems
+    null = by_task(null_repair, episode.task)
     repair = replayed.get("repair")
     expected = None if null is None or repair is None else float(r_cross(repair, null))
     if _normal(episode.r_cross) != _normal(expected):
@@ -235,7 +237,7 @@ def verify_run(path: Any, episodes: list | None = None) -> list[str]:
             problems.append(f"{_name(key)}: stored before it ended")
             continue
         check = verify_episode(episode, max_steps=config.get("max_steps") or 0,
-                               null_repair=config.get("null_repair"))
+                               null_repair=config.get("null_repair") or {})
         if not check.ok:
             problems.append(f"{_name(key)}: {check.problems[0]}")
     return problems
