@@ -8,6 +8,7 @@ fail naming the edited episode (or the one the edit removed).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import shutil
 
@@ -93,7 +94,7 @@ def test_the_manifest_plans_the_grid_and_lists_what_no_replay_checks(honest):
     assert len(planned) == 3 * 2 * 2 and len(record["plan"]["digest"]) == 64
     assert all(srelib.task_id(t) == t for _, t, *_ in planned)  # opaque ids only
     assert record["unverifiable"] == list(UNVERIFIABLE)
-    stored = {f.name for f in __import__("dataclasses").fields(Episode)}
+    stored = {f.name for f in dataclasses.fields(Episode)}
     assert set(UNVERIFIABLE) < stored  # every other field is checked by the replay or the plan
 
 
