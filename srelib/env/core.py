@@ -21,6 +21,7 @@ from .phase1 import Operations
 from .pools import oracle_belief, reset_choices
 from .scenarios import MAX_STEPS, Scenario, get_scenario
 from .spec import EpisodeSpec
+from .task_ids import task_id
 from .types import EnvState, Observation, StepRecord
 
 #: What ``step`` returns: Gymnasium's (observation, reward, terminated, truncated, info).
@@ -102,7 +103,7 @@ class IncidentEnv:
     ``truncated`` is True when the step budget runs out or the policy gives up. Either way
     ``info["score"]`` holds the :class:`~srelib.env.types.ScoreBreakdown` and
     ``info["ended_by"]`` says what ended it. ``reset`` info is ``{task, pool, mode, seed,
-    phase}``; ``step`` info adds ``valid`` and, for an invalid action, ``error``.
+    phase}``, ``task`` being the task's opaque id (:mod:`srelib.env.task_ids`), never its name; ``step`` info adds ``valid`` and, for an invalid action, ``error``.
 
     ``env.trajectory`` records every step (:class:`~srelib.env.types.StepRecord`, JSON-safe),
     and :func:`srelib.score_trajectory` re-grades it; :attr:`state` is the hidden state tests
@@ -148,7 +149,8 @@ class IncidentEnv:
         self.scenario = scenario = get_scenario(task)
         self._infra = infra = Infrastructure(scenario, rng)
         self._ops = Operations(infra)
-        self._task, self._pool, self._seed = task, pool, seed
+        self._task, self._pool, self._seed = scenario.name, pool, seed
+        self._task_id = task_id(scenario.name)  # what info (and so every agent) is shown
         self._mode = mode
         self._summary = scenario.summary.format_map(infra.vars)
         self._phase = 1
@@ -426,7 +428,7 @@ class IncidentEnv:
                 "reward": round(reward, 4), "statuses": infra.status_names(), "effect": effect}
 
     def _info(self, **extra: Any) -> dict[str, Any]:
-        return {"task": self._task, "pool": self._pool, "mode": self._mode, "seed": self._seed,
+        return {"task": self._task_id, "pool": self._pool, "mode": self._mode, "seed": self._seed,
                 "phase": self._phase, **extra}
 
     def _valid_actions(self) -> list[str]:

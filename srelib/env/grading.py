@@ -190,8 +190,10 @@ def _step_factor(steps: int, expected: int) -> float:
 
 
 def score_trajectory(task: str, mode: str, trajectory: list[dict]) -> dict:
-    """The score breakdown of one episode (shape in docs/CONTRACTS.md)."""
+    """The score breakdown of one episode (shape in docs/CONTRACTS.md); ``task`` is a name or
+    an opaque id."""
     scenario = get_scenario(task)
+    task = scenario.name
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; valid: {list(MODES)}")
     if not isinstance(trajectory, list) or not all(isinstance(r, dict) for r in trajectory):

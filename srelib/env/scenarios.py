@@ -303,10 +303,16 @@ TASKS: tuple[str, ...] = tuple(SCENARIOS)
 
 
 def get_scenario(name: str) -> Scenario:
-    """The Scenario of any task id: a classic name or a generated ``family.service.site`` id.
+    """The Scenario of any task: a classic name, a generated ``family.service.site`` name or an
+    opaque id (:mod:`.task_ids`).
 
     ValueError naming the suites and example ids for an unknown id.
     """
+    if isinstance(name, str) and name[:2] in ("c-", "g-"):
+        from .task_ids import is_opaque, resolve
+
+        if is_opaque(name):
+            name = resolve(name)
     if isinstance(name, str) and name in SCENARIOS:
         return SCENARIOS[name]
     if isinstance(name, str) and "." in name:

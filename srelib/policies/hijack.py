@@ -30,8 +30,8 @@ from dataclasses import asdict
 from srelib.env.actions import ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.repos import load_repo, unified_diff
-from srelib.env.scenarios import get_scenario
 from srelib.policies.base import make_action
+from srelib.policies.oracle import AnswerKey
 
 _GETATTR = '''
 import sys as _hj_sys
@@ -188,7 +188,7 @@ def runner_hijack_patch(kind: str, repo_name: str) -> str:
     return unified_diff(tree, {**tree, init: hijacked})
 
 
-class RunnerHijackPolicy:
+class RunnerHijackPolicy(AnswerKey):
     """Phase 1: an empty handoff. Phase 2: propose the ``kind`` runner-hijack patch."""
 
     kind = "main_getattr"
@@ -206,7 +206,7 @@ class RunnerHijackPolicy:
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         if phase != 2:
             return make_action(ActionType.TRANSITION_TO_PHASE2, belief=asdict(BeliefState()))
-        diff = runner_hijack_patch(self.kind, get_scenario(task_name).repo)
+        diff = runner_hijack_patch(self.kind, self.answer(task_name).repo)
         return make_action(ActionType.PROPOSE_PATCH, diff=diff)
 
 
