@@ -25,7 +25,7 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 import srelib  # noqa: E402
 from srelib.env.grading import score_trajectory  # noqa: E402
 from srelib.integrations.inspect_ai import incident_samples, srelib_incidents  # noqa: E402
-from srelib.policies import ReferencePolicy  # noqa: E402
+from srelib.policies import ReferencePolicy, call_reset  # noqa: E402
 
 TASK, POOL, SEED = "memory_leak", "C", 0
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ def _reference_episode():
     """The reference policy's actions on the sample, and the episode's score in process."""
     env, policy = srelib.IncidentEnv(), ReferencePolicy()
     observation, _ = env.reset(task=TASK, pool=POOL, seed=SEED)
-    policy.reset(seed=SEED, task_name=TASK)
+    call_reset(policy, seed=SEED, task_name=TASK)
     actions, done, info = [], False, {}
     while not done:
         action = policy(observation, observation["current_phase"], TASK)
@@ -119,5 +119,5 @@ def test_the_inspect_eval_command_runs_the_task_file_with_mockllm(tmp_path):
     assert log.status == "success"
     assert log.eval.task_args == {"tasks": TASK, "pool": POOL, "seeds": 1, "max_turns": 60}
     [sample] = log.samples
-    assert sample.id == f"{TASK}:{POOL}:0" and sample.output.completion.startswith("Default output")
+    assert sample.id == f"{srelib.task_id(TASK)}:{POOL}:0" and sample.output.completion.startswith("Default output")
     assert sample.scores["episode_score"].answer == "0 steps"

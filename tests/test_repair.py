@@ -69,14 +69,15 @@ def frame():
 
 def test_the_no_answer_baseline_repairs_an_edit_and_not_a_missing_line(frame):
     got = frame[frame.policy == "partial-revert"].set_index("task")
-    assert got.loc["config_change.api_gateway.upstream_units", "resolved"] == "full"
+    assert got.loc[srelib.task_id("config_change.api_gateway.upstream_units"), "resolved"] == "full"
     assert got.loc["memory_leak", "resolved"] == "no"
     assert got.loc["circuit_breaker_noop", "repair"] == 1.0  # the handover says: no fault
 
 
 def test_the_ladder_top_rung_plays_the_reference_fix(frame):
     top = frame[frame.policy == "patch"]
-    assert (top["repair"] == 1.0).all()
+    assert (top["repair"] == 1.0).all() and top["oracle"].all()
+    assert not frame[frame.policy == "partial-revert"]["oracle"].any()
     assert frame[(frame.policy == "function") & (frame.task == "memory_leak")]["repair"].item() == 0
 
 

@@ -35,7 +35,9 @@ def incident_samples(tasks: str = "classic", pool: str = "C", seeds: int = 1) ->
         raise ValueError(f"unknown pool {pool!r}; valid pools: {sorted(POOLS)}")
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be a positive integer, got {seeds!r}")
-    chosen = [t for t in resolve_tasks(tasks) if POOLS[pool].accepts(t)]
+    from srelib.env.task_ids import task_id
+
+    chosen = [task_id(t) for t in resolve_tasks(tasks) if POOLS[pool].accepts(t)]
     if not chosen:
         raise ValueError(f"no task of {tasks!r} is in pool {pool}")
     return [Sample(id=f"{t}:{pool}:{seed}", input=_opening(t, pool, seed),

@@ -12,13 +12,15 @@ no fault, when no suspect was handed over, or when the suspect only adds code.
 true bad commit replaces the suspect), ``file`` (only edits in the files the reference fix
 changes), ``function`` (only edits inside the functions it changes, or outside every function) and ``patch`` (the reference
 fix itself). Played after the oracle handoff, the rungs show how much of the repair each piece
-of knowledge buys.
+of knowledge buys. Every rung above ``belief`` is an oracle: it is handed the answer through
+:mod:`srelib.policies.oracle`, and its episodes are marked so.
 """
 
 from __future__ import annotations
 
 from srelib.env.actions import ActionType
 from srelib.policies.base import EpisodeWatcher, make_action
+from srelib.policies.oracle import AnswerKey
 from srelib.policies.partial_revert import Block, edit_blocks, locate, revert_blocks
 from srelib.policies.revert import _NO_FAULT
 
@@ -95,7 +97,7 @@ class PartialRevertPhase2Policy(EpisodeWatcher):
         return True
 
 
-class LadderPhase2Policy(PartialRevertPhase2Policy):
+class LadderPhase2Policy(AnswerKey, PartialRevertPhase2Policy):
     """The partial revert with the answer known up to ``rung`` (see :data:`RUNGS`)."""
 
     def __init__(self, rung: str = "belief") -> None:
@@ -103,7 +105,13 @@ class LadderPhase2Policy(PartialRevertPhase2Policy):
             raise ValueError(f"unknown rung {rung!r}; valid rungs: {', '.join(RUNGS)}")
         self.rung = rung
         self.name = f"ladder_{rung}"
+        self.needs_answer = rung != "belief"
         super().__init__()
+
+    def _site(self, task: str):
+        from srelib.env.bug_site import bug_site
+
+        return bug_site(self.answer_name(task))
 
     def _knows(self, rung: str) -> bool:
         return RUNGS.index(self.rung) >= RUNGS.index(rung)
@@ -113,25 +121,21 @@ class LadderPhase2Policy(PartialRevertPhase2Policy):
             from srelib.policies.reference import phase2_plan
 
             self._watch_episode(observation)
-            return phase2_plan(task_name)[-1]
+            return phase2_plan(self.answer_name(task_name))[-1]
         return super().__call__(observation, phase, task_name)
 
     def _suspect(self, observation: dict, task_name: str) -> str | None:
-        from srelib.env.bug_site import bug_site
-
         if self._knows("commit"):
-            return bug_site(task_name).bad_commit
+            return self._site(task_name).bad_commit
         return super()._suspect(observation, task_name)
 
     def _keep_file(self, path: str, task_name: str) -> bool:
-        from srelib.env.bug_site import bug_site
-
-        return path in bug_site(task_name).files if self._knows("file") else True
+        return path in self._site(task_name).files if self._knows("file") else True
 
     def _keep_block(self, block: Block, files: dict[str, str], task_name: str) -> bool:
         """At the ``function`` rung: edits inside a bad function, or outside every function
         (module-level code, which knowing the functions says nothing about)."""
-        from srelib.env.bug_site import bug_site, functions_touching
+        from srelib.env.bug_site import functions_touching
 
         if not self._knows("function"):
             return True
@@ -141,5 +145,5 @@ class LadderPhase2Policy(PartialRevertPhase2Policy):
         lines = {start - 1, start} if not block.added else \
             set(range(start, start + len(block.added)))
         around = functions_touching(block.path, files[block.path], lines)
-        bad = {(f.file, f.name) for f in bug_site(task_name).functions}
+        bad = {(f.file, f.name) for f in self._site(task_name).functions}
         return not around or any((f.file, f.name) in bad for f in around)
