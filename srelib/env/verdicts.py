@@ -149,3 +149,12 @@ def resolution(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> 
     if all(fail_to_pass.values()):
         return "full"
     return "partial" if any(fail_to_pass.values()) else "no"
+
+
+def rates(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> dict[str, float | None]:
+    """SWE-bench's partial measures: ``fail_to_pass_rate``, the fraction of FAIL_TO_PASS tests
+    that pass, and ``pass_to_pass_rate``, the fraction of PASS_TO_PASS tests that still pass
+    (None where there are no such tests)."""
+    def share(tests: dict[str, bool]) -> float | None:
+        return round(sum(tests.values()) / len(tests), 4) if tests else None
+    return {"fail_to_pass_rate": share(fail_to_pass), "pass_to_pass_rate": share(pass_to_pass)}
