@@ -1,8 +1,9 @@
 """Did a patch change the code the bug is in? The grader's guard against fixes that fix nothing.
 
 A task's bug site (:mod:`srelib.env.bug_site`) is the set of code units its reference fix
-changes: each function it edits (by qualified name), and a file's module-level code when the
-fix edits that file but no function in it. :func:`site_unchanged` says whether a patched tree
+changes: each function it edits (by qualified name), a file's module-level code when the fix
+edits that file but no function in it, and the lines of each other file it edits (a
+requirements file: compared as a set of lines without comments). :func:`site_unchanged` says whether a patched tree
 leaves every unit as the buggy tree has it, after normalising away what cannot change
 behaviour:
 
@@ -27,6 +28,7 @@ from .bug_site import bug_site
 from .memo import byte_lru
 
 MODULE = "<module>"  # the unit name of a file's module-level code
+TEXT = "<text>"  # the unit name of a file that is not Python (its lines, as a set)
 _JUMPS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
@@ -38,7 +40,8 @@ def site_units(task: str) -> tuple[tuple[str, str], ...]:
     site = bug_site(task)
     units = [(f.file, f.name) for f in site.functions]
     with_functions = {f.file for f in site.functions}
-    units += [(path, MODULE) for path in site.files if path.endswith(".py") and path not in with_functions]
+    units += [(path, MODULE if path.endswith(".py") else TEXT) for path in site.files
+              if path not in with_functions]
     return tuple(units)
 
 
@@ -123,8 +126,16 @@ def normal_form(node: ast.AST) -> str:
     return ast.dump(normaliser.visit(node), include_attributes=False)
 
 
-def _units(text: str) -> dict[str, list[str]] | None:
-    """``{qualified name or MODULE: [normal form, ...]}`` of a Python file; None if it does not parse."""
+def _lines(text: str) -> list[str]:
+    """A text file's meaning up to layout: its lines without comments and blanks, as a sorted set."""
+    return [repr(sorted({line.split("#", 1)[0].strip() for line in text.splitlines()} - {""}))]
+
+
+def _units(text: str, path: str) -> dict[str, list[str]] | None:
+    """``{qualified name or MODULE: [normal form, ...]}`` of a Python file (``{TEXT: ...}`` of any
+    other file); None if a Python file does not parse."""
+    if not path.endswith(".py"):
+        return {TEXT: _lines(text)}
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -151,7 +162,7 @@ def site_unchanged(units: tuple[tuple[str, str], ...], before: dict[str, str], a
     if not units:
         return False
     for path in sorted({p for p, _ in units}):
-        old, new = _units(before.get(path, "")), _units(after.get(path, ""))
+        old, new = _units(before.get(path, ""), path), _units(after.get(path, ""), path)
         if old is None or new is None:
             return False
         for unit_path, name in units:
