@@ -26,6 +26,8 @@ import copy
 
 from .bug_site import bug_site
 from .memo import byte_lru
+from .repos import load_repo
+from .scenarios import get_scenario
 
 MODULE = "<module>"  # the unit name of a file's module-level code
 TEXT = "<text>"  # the unit name of a file that is not Python (its lines, as a set)
@@ -36,13 +38,19 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 @byte_lru(1 << 20)
 def site_units(task: str) -> tuple[tuple[str, str], ...]:
     """``(file, qualified name or MODULE)`` of each unit the reference fix of ``task`` changes
-    (module doc); empty where the task needs no change."""
+    (module doc), leaving out those it changes only in ways the normal form ignores (a
+    docstring); empty where the task needs no change."""
     site = bug_site(task)
     units = [(f.file, f.name) for f in site.functions]
     with_functions = {f.file for f in site.functions}
     units += [(path, MODULE if path.endswith(".py") else TEXT) for path in site.files
               if path not in with_functions]
-    return tuple(units)
+    scenario = get_scenario(task)
+    if not units or scenario.repo is None:
+        return ()
+    repo = load_repo(scenario.repo)
+    fixed = {**repo.tree, **(repo.fixed_tree(task) or {})}
+    return tuple(u for u in units if not site_unchanged((u,), dict(repo.tree), fixed))
 
 
 def _constant_truth(test: ast.expr) -> bool | None:
