@@ -45,6 +45,7 @@ from srelib.env.bug_site import BugFunction, bug_site
 from srelib.env.patching import observe
 from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import get_scenario
+from srelib.env.site_guard import site_units
 from srelib.policies.base import make_action
 
 _GETATTR = '''
@@ -252,7 +253,8 @@ def _touch(text: str, function: BugFunction) -> str:
 def replay_hijack_patch(kind: str, task: str, recorded: list[dict] | None = None) -> str:
     """A diff against ``task``'s tree that replays ``recorded`` (default: what the fixed code
     reported at RECORDING_SEED) through the runner's emitter from the package ``__init__.py``;
-    ``replay_touch`` also edits the first bug-site function without changing what it does."""
+    ``replay_touch`` also edits the first function the bug-site guard watches without changing
+    what it does."""
     if kind not in REPLAY_KINDS:
         raise ValueError(f"unknown replay kind {kind!r}; valid: {list(REPLAY_KINDS)}")
     repo = load_repo(get_scenario(task).repo)
@@ -262,8 +264,9 @@ def replay_hijack_patch(kind: str, task: str, recorded: list[dict] | None = None
     payload = f"\n_hj_recorded = {json.dumps(json.dumps(records))}\n" + _REPLAY
     patched = {**tree, init: tree[init] + ("" if not tree[init] or tree[init].endswith("\n") else "\n") + payload}
     site = bug_site(task)
-    if kind == "replay_touch" and site.functions:
-        function = site.functions[0]
+    guarded = [f for f in site.functions if (f.file, f.name) in site_units(task)]
+    if kind == "replay_touch" and guarded:
+        function = guarded[0]
         patched[function.file] = _touch(patched[function.file], function)
     elif kind == "replay_touch":  # a file that is not code: add a comment line
         path = site.files[0]
