@@ -39,7 +39,8 @@ KEY_COLUMNS = ("policy", "task", "pool", "mode", "seed")
 #: Score components in the order of ``grading.WEIGHTS`` (see docs/CONTRACTS.md, Scores).
 COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
 #: Columns of the frames that :func:`load_run` and :func:`srelib.evaluate` return.
-COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", "p1_steps", "p2_steps",
+COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", "fail_to_pass_rate",
+           "pass_to_pass_rate", "p1_steps", "p2_steps",
            "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error")
 _VERSIONED = ("srelib", "numpy", "pandas", "matplotlib", "tqdm", "openai", "transformers", "torch")
 
@@ -129,6 +130,8 @@ class Episode:
         values = {**{k: getattr(self, k) for k in KEY_COLUMNS}, "final": self.final,
                   **{c: score.get(c) for c in COMPONENTS}, "r_cross": self.r_cross,
                   "resolved": (score.get("patch") or {}).get("resolved"),  # full, partial, no
+                  "fail_to_pass_rate": score.get("fail_to_pass_rate"),  # SWE-bench's partial measures
+                  "pass_to_pass_rate": score.get("pass_to_pass_rate"),
                   "p1_steps": p1, "p2_steps": p2}
         values.update({k: getattr(self, k) for k in COLUMNS if k not in values})
         return values
