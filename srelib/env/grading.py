@@ -14,7 +14,8 @@ same score and no oracle is consulted. The components, each in [0, 1]:
   (``EVIDENCE_ACTIONS``) of the service it blames (of any service when it blames none), so a
   constant answer learned from the train tasks and declared at once earns no luck.
   Hedging (:func:`hedged`): the text names a service beyond the declared one and the incident's
-  story (its involved services and those its correct root cause names); it names more than one
+  story (its involved services, those its correct root cause names and those the declared
+  service's deploy notes name); it names more than one
   fault class, text and field together, where one is beyond those of the correct root cause;
   or its text uses ``FAULT_WORDS`` of ``VOCABULARY_CLASSES`` or more other classes (a list of
   the fault vocabulary). A declaration past ``MAX_DECLARATION_CHARS`` earns nothing either.
@@ -104,11 +105,14 @@ def _vocabulary(text: str) -> set[str]:
 
 def hedged(scenario: Scenario, text: str, service: str, fault_class: str) -> bool:
     """Does the declaration hedge instead of committing (module doc)? Its text names a service
-    beyond the declared one and the incident's story, or it names more than one fault class
+    beyond the declared one and the incident's story (quoting the declared service's own deploy
+    notes is not hedging), or it names more than one fault class
     (text and field) when one is beyond those its correct root cause names, or its text uses the
     words of VOCABULARY_CLASSES or more fault classes beyond its own and its story's."""
     told = scenario.correct_root_cause.lower()
-    story_services = set(scenario.involved_services) | set(scenario.acceptable_services) | _named_services(told)
+    notes = " ".join(d.description.lower() for d in scenario.deploy_specs(service)) if service in SERVICES else ""
+    story_services = (set(scenario.involved_services) | set(scenario.acceptable_services)
+                      | _named_services(told) | _named_services(notes))
     if _named_services(text) - {service} - story_services:
         return True
     story_classes = _named_classes(told) | {scenario.fault_class}
