@@ -15,10 +15,10 @@ same score and no oracle is consulted. The components, each in [0, 1]:
   constant answer learned from the train tasks and declared at once earns no luck.
   Hedging (:func:`hedged`): the text names a service beyond the declared one and the incident's
   story (its involved services, those its correct root cause names and those the declared
-  service's deploy notes name); it names more than one
-  fault class, text and field together, where one is beyond those of the correct root cause;
-  or its text uses ``FAULT_WORDS`` of ``VOCABULARY_CLASSES`` or more other classes (a list of
-  the fault vocabulary). A declaration past ``MAX_DECLARATION_CHARS`` earns nothing either.
+  service's deploy notes name); it names more than one fault class, text and field together,
+  where one is beyond those of the correct root cause; or its text uses ``FAULT_WORDS`` of
+  ``VOCABULARY_CLASSES`` or more other classes (a list of the fault vocabulary). A declaration
+  past ``MAX_DECLARATION_CHARS`` earns nothing either.
 * **mitigation** (only where the scenario requires remediation): the share of the required
   remediation actions taken, times ``0.5 + 0.5 * share of services healthy`` at the handoff
   (the transition record's statuses) or, without a transition, at the end.
@@ -106,9 +106,9 @@ def _vocabulary(text: str) -> set[str]:
 def hedged(scenario: Scenario, text: str, service: str, fault_class: str) -> bool:
     """Does the declaration hedge instead of committing (module doc)? Its text names a service
     beyond the declared one and the incident's story (quoting the declared service's own deploy
-    notes is not hedging), or it names more than one fault class
-    (text and field) when one is beyond those its correct root cause names, or its text uses the
-    words of VOCABULARY_CLASSES or more fault classes beyond its own and its story's."""
+    notes is not hedging), or it names more than one fault class (text and field) when one is
+    beyond those its correct root cause names, or its text uses the words of
+    VOCABULARY_CLASSES or more fault classes beyond its own and its story's."""
     told = scenario.correct_root_cause.lower()
     notes = " ".join(d.description.lower() for d in scenario.deploy_specs(service)) if service in SERVICES else ""
     story_services = (set(scenario.involved_services) | set(scenario.acceptable_services)
