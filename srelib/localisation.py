@@ -25,8 +25,9 @@ nothing to find, e.g. no bad commit or no fix):
 * ``files_read_before_patch``: how many distinct files it read before proposing a patch or
   declaring no change (or before the episode ended).
 
-``fail_to_pass_rate`` and ``pass_to_pass_rate`` are the grader's partial-repair fields, copied
-from the score when it has them. :func:`localisation_scores` folds the columns of a frame into
+:func:`partial_repair` reads the grader's partial-repair fields (``fail_to_pass_rate``,
+``pass_to_pass_rate``) from a score for the frame's columns beside ``resolved``.
+:func:`localisation_scores` folds the columns of a frame into
 one number per phase for plots.
 """
 
@@ -47,13 +48,12 @@ PHASE1_COLUMNS = ("culprit_rank", "culprit_step", "culprit_minutes", "evidence_c
 PHASE2_COLUMNS = ("commit_diffed", "bad_file_read", "bad_file_edited", "bad_function_edited",
                   "files_read_before_patch")
 PARTIAL_REPAIR = ("fail_to_pass_rate", "pass_to_pass_rate")
-LOCALISATION_COLUMNS = (*PHASE1_COLUMNS, *PHASE2_COLUMNS, *PARTIAL_REPAIR)
+LOCALISATION_COLUMNS = (*PHASE1_COLUMNS, *PHASE2_COLUMNS)
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
 _ENDS_PHASE2 = (ActionType.PROPOSE_PATCH.value, ActionType.DECLARE_NO_CHANGE.value)
 
 
-def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
-                 score: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The localisation columns of one episode (see the module doc)."""
     from srelib.env.bug_site import bug_site
     from srelib.env.pools import MODES
@@ -66,7 +66,6 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
         columns.update(phase1_columns(get_scenario(task).root_cause_service, records))
     if mode != "p1_only":
         columns.update(phase2_columns(bug_site(task), records))
-    columns.update(partial_repair(score))
     return columns
 
 

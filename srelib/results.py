@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from srelib.env.actions import PARSE_ERROR
-from srelib.localisation import LOCALISATION_COLUMNS
+from srelib.localisation import LOCALISATION_COLUMNS, PARTIAL_REPAIR, partial_repair
 from srelib.redact import scrub_secrets
 
 try:
@@ -40,9 +40,10 @@ KEY_COLUMNS = ("policy", "task", "pool", "mode", "seed")
 #: Score components in the order of ``grading.WEIGHTS`` (see docs/CONTRACTS.md, Scores).
 COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
 #: Columns of the frames that :func:`load_run` and :func:`srelib.evaluate` return.
-COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", "p1_steps", "p2_steps",
-           "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error",
-           "oracle", *LOCALISATION_COLUMNS)  # analysis columns (srelib.localisation), never in the reward
+COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", *PARTIAL_REPAIR, "p1_steps",
+           "p2_steps", "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s",
+           "wall_s", "error", "oracle",
+           *LOCALISATION_COLUMNS)  # analysis columns (srelib.localisation), never in the reward
 #: Episode fields that no replay can check: what the policy cost, the text of its failure, and
 #: whether it was handed the answer. ``run.json`` lists them under ``unverifiable``.
 UNVERIFIABLE = ("tokens", "latency_s", "wall_s", "error", "oracle")
@@ -126,7 +127,7 @@ class Episode:
         """The episode's localisation columns (:mod:`srelib.localisation`; analysis only)."""
         from srelib.localisation import localisation
 
-        return localisation(self.task, self.mode, self.steps, self.score)
+        return localisation(self.task, self.mode, self.steps)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -155,6 +156,7 @@ class Episode:
                   "final": self.final,
                   **{c: score.get(c) for c in COMPONENTS}, "r_cross": self.r_cross,
                   "resolved": (score.get("patch") or {}).get("resolved"),  # full, partial, no
+                  **partial_repair(score),  # SWE-bench's partial measures
                   "p1_steps": p1, "p2_steps": p2}
         located = self.localisation()
         values.update({k: located[k] if k in located else getattr(self, k)

@@ -46,7 +46,7 @@ def test_credit_oracle_and_heldout_experiments_measure_what_they_claim():
 
     oracle = oracle_phase1_experiment(seeds=8)  # the gap narrowed with the surface tells (issue 28)
     by = oracle.summary.set_index("condition")
-    assert by.loc["oracle_p1", "p1_steps"] == 1  # the oracle hands over at once
+    assert by.loc["oracle_p1", "p1_steps"] == 2  # the oracle views the culprit's deploys, then hands over
     parts = oracle.frame.groupby("policy")[["diagnosis", "mitigation"]].mean()
     assert parts.loc["oracle_p1", "diagnosis"] > parts.loc["heuristic_p1", "diagnosis"]
     assert parts.loc["oracle_p1", "mitigation"] < parts.loc["heuristic_p1", "mitigation"]

@@ -129,6 +129,7 @@ def test_pool_a_has_no_transition_and_declare_ends_it():
 def test_joint_declarations_are_not_judged_when_made_and_the_last_one_counts():
     env = srelib.IncidentEnv()
     env.reset(task="aliased_fault", pool="C", seed=1)
+    act(env, "check_metrics", "queue")  # the evidence a declaration needs to earn credit
     right = {"root_cause": "queue cache thrash worker", "service": "queue", "fault_class": "cache_thrash"}
     wrong = {"root_cause": "database deadlock", "service": "database", "fault_class": "deadlock"}
     rewards = []

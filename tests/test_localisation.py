@@ -3,7 +3,7 @@ a3f7c91, bad file orders/handlers/batch.py with BatchProcessor.flush at lines 59
 
 import pytest
 
-from srelib.localisation import LOCALISATION_COLUMNS, localisation, touched_lines
+from srelib.localisation import LOCALISATION_COLUMNS, localisation, partial_repair, touched_lines
 from srelib.results import COLUMNS, Episode
 
 TASK = "memory_leak"
@@ -79,10 +79,9 @@ def test_a_task_with_nothing_to_find_has_no_phase2_targets():
 
 
 def test_partial_repair_fields_come_from_the_score_when_present():
-    assert localisation(TASK, "p2_only", [], {"patch": {"fail_to_pass_rate": 0.5,
-                                                        "pass_to_pass_rate": 1.0}}
-                        )["fail_to_pass_rate"] == 0.5
-    assert localisation(TASK, "p2_only", [], {"patch": None})["pass_to_pass_rate"] is None
+    assert partial_repair({"fail_to_pass_rate": 0.5, "pass_to_pass_rate": 1.0}) == {
+        "fail_to_pass_rate": 0.5, "pass_to_pass_rate": 1.0}
+    assert partial_repair({"patch": None})["pass_to_pass_rate"] is None
 
 
 def test_touched_lines_reads_deletions_and_both_sides_of_insertions():

@@ -202,8 +202,20 @@ def test_every_test_id_has_a_probe_and_a_check(name):
         for test_id in repo.fail_to_pass(task) + repo.pass_to_pass(task):
             file, _, test = test_id.partition("::")
             probe = "probe_" + test[len("test_"):]
-            assert re.search(rf"^def {probe}\(\):", repo.hidden_tests[file], re.M), (test_id, probe)
+            assert re.search(rf"^def {probe}\((rng)?\):", repo.hidden_tests[file], re.M), (test_id, probe)
             assert test in verdicts._checks(name, file), test_id
+
+
+@pytest.mark.parametrize("name", list_repos())
+def test_every_fail_to_pass_probe_draws_its_inputs(name):
+    """Requirement: an observation replayed from another grading fails, so every FAIL_TO_PASS
+    probe draws its inputs from the grading's seed and its check redraws them."""
+    repo = load_repo(name)
+    for task in repo.tasks:
+        for test_id in repo.fail_to_pass(task):
+            file, _, test = test_id.partition("::")
+            assert re.search(rf"^def probe_{test[len('test_'):]}\(rng\):", repo.hidden_tests[file], re.M), test_id
+            assert verdicts._checks(name, file)[test].__code__.co_argcount == 2, test_id
 
 
 LEAK = '''

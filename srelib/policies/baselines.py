@@ -93,7 +93,8 @@ class RandomPhase2Policy(EpisodeWatcher):
 
 
 class OracleP1ThenRandomP2Policy(AnswerKey, RandomPhase2Policy):
-    """Hands over the perfect belief (from the scenario) at once, then explores at random.
+    """Views the culprit's deploy history (the evidence a diagnosis needs to earn credit), hands
+    over the perfect belief (from the scenario), then explores at random.
 
     The ceiling for "how much does a perfect phase 1 help a weak phase-2 agent?".
     """
@@ -104,5 +105,8 @@ class OracleP1ThenRandomP2Policy(AnswerKey, RandomPhase2Policy):
         if phase == 1:
             from srelib.env.pools import oracle_belief
 
-            return handoff_action(oracle_belief(self.answer(task_name)))
+            scenario = self.answer(task_name)
+            if observation.get("steps_taken", 0) == 0 and scenario.root_cause_service:
+                return make_action(ActionType.CHECK_DEPLOY_HISTORY, scenario.root_cause_service)
+            return handoff_action(oracle_belief(scenario))
         return super().__call__(observation, phase, task_name)

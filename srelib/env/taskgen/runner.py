@@ -11,13 +11,14 @@ graded in the sandbox.
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 
 from srelib.env.sandbox import python
 from srelib.env.verdicts import Observation, decode_record
 
 _CHILD = r'''
-import contextlib, importlib.abc, importlib.util, io, json, sys
+import contextlib, importlib.abc, importlib.util, io, json, random, sys
 
 
 class Tree(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -64,16 +65,17 @@ for n, job in enumerate(json.loads(sys.stdin.readline())):
             if not (name.startswith("probe_") and callable(probe) and probe.__module__ == module.__name__):
                 continue
             printed, value, raised = io.StringIO(), None, None
+            test_id = f"{file}::test_{name[len('probe_'):]}"
+            args = (random.Random(f"{job['seed']}:{test_id}"),) if probe.__code__.co_argcount else ()
             try:
                 with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-                    value = probe()
+                    value = probe(*args)
             except BaseException as exc:
                 raised = {"type": type(exc).__name__, "message": str(exc)[:4000]}
             try:
                 json.dumps(value)
             except (TypeError, ValueError, RecursionError) as exc:
                 value, raised = None, {"type": "UnobservableValue", "message": str(exc)[:300]}
-            test_id = f"{file}::test_{name[len('probe_'):]}"
             seen[test_id] = json.dumps({"id": test_id, "value": value, "raised": raised,
                                         "printed": printed.getvalue()[:4000]})
     sys.meta_path.remove(tree)
@@ -84,10 +86,11 @@ sys.stdout.write(json.dumps(results))
 '''
 
 
-def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]],
-                 timeout_s: float = 120.0) -> list[dict[str, Observation]]:
-    """For each ``(tree, probe files)``: ``{test id: Observation}`` of running the probes."""
-    specs = [{"tree": tree, "probes": probes} for tree, probes in jobs]
+def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]], timeout_s: float = 120.0,
+                 seed: int = 0) -> list[dict[str, Observation]]:
+    """For each ``(tree, probe files)``: ``{test id: Observation}`` of running the probes, those
+    that draw inputs drawing them from ``seed`` as the sandbox runner does."""
+    specs = [{"tree": tree, "probes": probes, "seed": seed} for tree, probes in jobs]
     run = subprocess.run([python(), "-I", "-S", "-B", "-c", _CHILD], capture_output=True,
                          input=(json.dumps(specs) + "\n").encode(), timeout=timeout_s)
     if run.returncode != 0:
@@ -99,8 +102,9 @@ def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]],
     return out
 
 
-def judge(checks: dict[str, str], observations: dict[str, Observation]) -> dict[str, bool]:
-    """``{test id: passed}`` for every check in ``checks`` ({file: text}) on ``observations``."""
+def judge(checks: dict[str, str], observations: dict[str, Observation], seed: int = 0) -> dict[str, bool]:
+    """``{test id: passed}`` for every check in ``checks`` ({file: text}) on ``observations``
+    (a check that takes two arguments redraws its probe's inputs from ``seed``)."""
     passed = {}
     for file, text in sorted(checks.items()):
         namespace: dict = {"__name__": f"srelib_taskgen_checks.{file[:-3]}"}
@@ -110,8 +114,9 @@ def judge(checks: dict[str, str], observations: dict[str, Observation]) -> dict[
                 continue
             test_id = f"{file}::{name}"
             seen = observations.get(test_id)
+            args = (random.Random(f"{seed}:{test_id}"),) if check.__code__.co_argcount > 1 else ()
             try:
-                ok = seen is not None and check(seen) is None
+                ok = seen is not None and check(seen, *args) is None
             except Exception:
                 ok = False
             passed[test_id] = ok
