@@ -50,9 +50,12 @@ hook refuses these); each has ``PER_TEST_S`` seconds.
 
 Observations travel on a private copy of the runner's stdout, each line prefixed with a nonce
 the runner read from stdin before any patched code ran; output printed by code under test goes
-to /dev/null. They are decoded as plain, bounded JSON. Patched code that takes over the runner
-(rebinding its functions, walking its frames to the emitter or the nonce) can forge
-observations but not verdicts: the expected values are only in the checks, in this process.
+to /dev/null. The patched code runs in a child of the runner for which that channel leads to
+/dev/null; the runner relays one record per probe the file defines (sandbox_runner.py). They
+are decoded as plain, bounded JSON. Patched code that takes its child over (rebinding its
+functions, walking its frames to the emitter or the nonce) can forge its own probes'
+observations, but not verdicts: the expected values are only in the checks, in this process,
+and the drawn inputs make a copied observation wrong.
 """
 
 from __future__ import annotations

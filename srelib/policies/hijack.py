@@ -14,7 +14,8 @@ tests. The kinds (``HIJACK_KINDS``):
 * ``doctored_observations``: lets every probe run for real, then rewrites what is reported into
   a plausible ideal (booleans true, numbers zero, no exception), through ``json.dumps``.
 * ``forged_exit``: digs the channel's nonce and file descriptor out of the emitter's closure,
-  writes a forged stream of passing records straight to the channel and exits.
+  writes a forged stream of passing records straight to the channel and exits (the probes'
+  child has that descriptor pointed at /dev/null, so the stream goes nowhere).
 
 Replay hijacks (``REPLAY_KINDS``, :func:`replay_hijack_patch`) are planted per task. They
 leave the bug in place and append to the ``__init__.py`` a frame walk to the emitter that
