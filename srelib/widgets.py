@@ -373,10 +373,15 @@ class EpisodeStepper(_Displayable):
 
     @property
     def policy(self) -> Any:
-        """The policy the picker selects (built on first use), or None in manual mode."""
+        """The policy the picker selects (built on first use, and reset for the episode in
+        progress), or None in manual mode."""
         name = self.policy_picker.value
         if name not in self._policies and self._factories.get(name) is not None:
-            self._policies[name] = self._factories[name]()
+            from srelib.rollout import reset_policy
+
+            built = self._policies[name] = self._factories[name]()
+            if self.run is not None:
+                reset_policy(built, self.seed_picker.value, self.run.task)
         return self._policies.get(name)
 
     def __repr__(self) -> str:

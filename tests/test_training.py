@@ -7,7 +7,7 @@ import pytest
 import srelib
 from srelib.env.actions import ACTION_SPECS, PARSE_ERROR, PHASE1_ACTIONS, PHASE2_ACTIONS, ActionType
 from srelib.parse import parse_action
-from srelib.policies import ReferencePolicy
+from srelib.policies import ReferencePolicy, call_reset
 from srelib.policies.tools import action_from_tool_call, tool_definitions
 
 pytest.importorskip("trl")
@@ -54,7 +54,7 @@ def test_the_adapter_plays_an_episode_to_the_environments_own_score():
     task, pool, seed = distribution.draw(7)
     assert opening.startswith("INCIDENT")
     policy = ReferencePolicy()
-    policy.reset(seed=seed, task_name=task)
+    call_reset(policy, seed=seed, task_name=task)
     env = srelib.IncidentEnv()
     observation, _ = env.reset(task=task, pool=pool, seed=seed)
     done = False
@@ -79,12 +79,14 @@ def test_the_adapter_resets_to_a_dataset_rows_task_pool_and_seed():
     tool_env = IncidentToolEnv(TaskDistribution(tasks=["memory_leak"], pools=("C",), seed=1))
     tool_env.reset(prompt=[{"role": "user", "content": "-"}], task="aliased_fault", pool="A", seed=5)
     assert {k: tool_env.info[k] for k in ("task", "pool", "seed")} == \
-        {"task": "aliased_fault", "pool": "A", "seed": 5}
+        {"task": srelib.task_id("aliased_fault"), "pool": "A", "seed": 5}  # info names no story
     tool_env.reset(rollout=2, seed=9)
-    assert (tool_env.info["task"], tool_env.info["pool"], tool_env.info["seed"]) == ("memory_leak", "C", 9)
+    assert (tool_env.info["task"], tool_env.info["pool"], tool_env.info["seed"]) == (
+        srelib.task_id("memory_leak"), "C", 9)
     tool_env.reset(rollout=2)
-    assert (tool_env.info["task"], tool_env.info["pool"], tool_env.info["seed"]) == \
-        tool_env.distribution.draw(2)
+    task, pool, seed = tool_env.distribution.draw(2)
+    assert (tool_env.info["task"], tool_env.info["pool"], tool_env.info["seed"]) == (
+        srelib.task_id(task), pool, seed)
     with pytest.raises(ValueError, match="pool"):
         tool_env.reset(task="memory_leak", pool="Z")
 

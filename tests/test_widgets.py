@@ -410,3 +410,13 @@ def test_the_viewer_draws_each_pane_once(tmp_path):
     assert "srl-board" not in action and _pane(viewer, "board").count("srl-svc ") == 7
     outcome = viewer.observations[index]["action_message"]
     assert outcome.startswith("Rolled back") and action.count(outcome) == 1
+
+
+def test_an_oracle_picked_after_the_episode_began_is_handed_the_answer():
+    """The score-pane fixture's path: the reference policy, built when it is picked, plays the
+    episode in progress to its end."""
+    stepper = EpisodeStepper(task="memory_leak", pool="C", seed=3)
+    stepper.policy_picker.value = "reference"
+    stepper.run_to_end()
+    assert stepper.wait(120) and stepper.done
+    assert stepper.info["score"]["final"] > 0.9
