@@ -38,8 +38,10 @@ _WRITTEN: dict[str, str] = {}
 def _source_digest() -> str:
     digest = hashlib.sha256()
     admission = Path(__file__).parents[2] / "admission.py"  # the gate policies admission plays
-    for path in [*sorted(Path(__file__).parent.glob("*.py")), admission]:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    here = Path(__file__).parent
+    for path in sorted(here.rglob("*.py")):  # the shape modules included
+        digest.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes())
+    digest.update(admission.name.encode() + b"\0" + admission.read_bytes())
     return digest.hexdigest()[:12]
 
 

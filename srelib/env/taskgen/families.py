@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from srelib.env.actions import FAULT_CLASSES
 
-from .shapes import SHAPES
+from .shape_lib import SHAPES
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,6 @@ class Family:
 
     name: str
     fault_class: str
-    shapes: tuple  # bug shapes (for ``none``: the shapes whose feature ships, bug-free)
     severity: str
     titles: tuple
     summaries: tuple
@@ -53,6 +52,12 @@ class Family:
     def needs_fix(self) -> bool:
         return self.fault_class != "none"
 
+    @property
+    def shapes(self) -> tuple:
+        """Its bug shapes from the registry; the no-fault family's are every shape, whose
+        feature it ships bug-free."""
+        return tuple(n for n, s in SHAPES.items() if s.family == self.name or not self.needs_fix)
+
 
 _CALLER_LOGS = (("WARN", "Slow calls to <svc>: p99 {latency_p99:.0f}ms over the last minute", 2, None),
                 ("ERROR", "Call to <svc> failed after {ms}ms: upstream error", 3, ("error_rate", ">", 4.0)))
@@ -61,7 +66,7 @@ _CALLERS = Effect(target=(("error_rate", (3.0, 14.0)), ("latency_p95", (250.0, 7
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family(
-        "memory_leak", "memory_leak", ("lru", "subscribers"), "SEV2",
+        "memory_leak", "memory_leak", "SEV2",
         titles=("Services restarting under memory pressure", "Intermittent 5xx and slow pages behind <caller>",
                 "Flapping health checks and failed requests"),
         summaries=("Customers report intermittent errors. <Svc> health checks are flapping and a "
@@ -80,7 +85,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
              ("memory", ">", 96.0)))),
         callers=_CALLERS),
     Family(
-        "pool_exhaustion", "pool_exhaustion", ("lease", "slots"), "SEV2",
+        "pool_exhaustion", "pool_exhaustion", "SEV2",
         titles=("Requests through <caller> time out", "Latency spike, requests waiting downstream",
                 "A service stops answering under normal load"),
         summaries=("Requests that reach <svc> hang until they time out. Latency alerts fired; CPU "
@@ -98,7 +103,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("ERROR", "Timed out after {ms}ms waiting for a free <noun> slot", 2, ("error_rate", ">", 5.0)))),
         callers=_CALLERS),
     Family(
-        "retry_storm", "retry_storm", ("backoff", "budget"), "SEV2",
+        "retry_storm", "retry_storm", "SEV2",
         titles=("Traffic surge inside the cluster, no surge outside", "Internal services and their dependencies saturated",
                 "Error storm on <peer>"),
         summaries=("Internal request rates are several times normal while public traffic is flat. "
@@ -118,7 +123,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Request rate from <svc> far above normal: {count} req/s per replica", 1, None),
             ("ERROR", "Shedding load: queue full, rejecting request from <svc>", 2, None)))),
     Family(
-        "config_change", "config_change", ("units", "flags"), "SEV1",
+        "config_change", "config_change", "SEV1",
         titles=("Most requests failing since this afternoon", "Errors everywhere after a change",
                 "Elevated 5xx on <caller>"),
         summaries=("<Svc> is failing a large share of its requests since early this afternoon; "
@@ -136,7 +141,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Settings loaded for <nouns>; {count} requests failed validation", 3, None))),
         callers=_CALLERS, ago=(25, 70)),
     Family(
-        "deadlock", "deadlock", ("lock_order", "reentry"), "SEV1",
+        "deadlock", "deadlock", "SEV1",
         titles=("Requests hang and pile up", "Throughput collapse behind <caller>",
                 "Requests never complete under normal load"),
         summaries=("Requests to <svc> stall and never complete; its request rate has collapsed "
@@ -155,7 +160,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("ERROR", "Request timed out after 30000ms in the <noun> handler", 2, None))),
         callers=_CALLERS),
     Family(
-        "cache_thrash", "cache_thrash", ("keying", "namespace"), "SEV2",
+        "cache_thrash", "cache_thrash", "SEV2",
         titles=("Hit ratio collapse in the shared cache", "Slow pages, the cache is busy but useless",
                 "Pages slow, database load climbing"),
         summaries=("The shared cache is evicting keys at a high rate and most lookups miss; "
@@ -174,7 +179,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Evicting {count} keys per second: memory limit reached", 1, None),
             ("WARN", "Key churn from <svc>: most new keys are never read", 3, None)))),
     Family(
-        "shared_dependency", "shared_dependency", ("money", "timestamps"), "SEV2",
+        "shared_dependency", "shared_dependency", "SEV2",
         titles=("Wrong numbers in responses between services", "Validation errors between services",
                 "<Caller> rejecting responses from a dependency"),
         summaries=("Requests fail with validation errors where services exchange data; "
@@ -192,7 +197,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         callers=Effect(target=(("error_rate", (6.0, 16.0)),), ramp=4, logs=(
             ("ERROR", "Invalid response from <svc>: values failed validation", 2, None),))),
     Family(
-        "none", "none", ("lru", "backoff", "flags", "lock_order"), "SEV3",
+        "none", "none", "SEV3",
         titles=("User report: <svc> slower since the latest release",
                 "Report: <svc> 'broken' after this afternoon's deploy"),
         summaries=("A user reports that the <svc> deploy {<svc>_version} ({<svc>_ago} minutes ago) "
@@ -212,9 +217,9 @@ def _check() -> None:
     for f in FAMILIES.values():
         if f.fault_class not in FAULT_CLASSES:
             raise ValueError(f"family {f.name}: fault class {f.fault_class!r} not in FAULT_CLASSES")
-        unknown = [s for s in f.shapes if s not in SHAPES]
-        if unknown:
-            raise ValueError(f"family {f.name}: unknown shapes {unknown}")
+    unknown = sorted({s.family for s in SHAPES.values()} - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"shapes name unknown families {unknown}; valid: {sorted(FAMILIES)}")
 
 
 _check()

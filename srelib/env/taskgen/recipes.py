@@ -26,13 +26,10 @@ from srelib.env.infra import AUTHORS
 
 from .bases import BASES
 from .families import FAMILIES, Effect, Family
-from .shapes import SHAPES, Shape, fill
+from .shape_lib import SHAPE_SPLITS, SHAPES
+from .shapes import Shape, fill
 
 GENERATOR_VERSION = "2"
-#: Families whose tasks are all held out; the other families hold out the services below.
-HELDOUT_FAMILIES = ("pool_exhaustion", "shared_dependency")
-#: For each train family, how many of its culprit services are held out (the rest train).
-HELDOUT_SERVICES_PER_FAMILY = 1
 
 
 @dataclass(frozen=True)
@@ -69,8 +66,8 @@ def _sites(family: Family, service: str) -> list[tuple[str, str, str]]:
     nouns = BASES[service].nouns
     if family.needs_fix:
         return [(n, p, s) for s in family.shapes for n, p in nouns]
-    # the no-fault family: one shipped feature per noun, shapes taken in turn
-    offset = SERVICES.index(service)
+    # the no-fault family: one shipped feature per noun, every shape taken in turn
+    offset = SERVICES.index(service) * len(nouns)
     return [(n, p, family.shapes[(offset + i) % len(family.shapes)]) for i, (n, p) in enumerate(nouns)]
 
 
@@ -85,13 +82,13 @@ def candidates() -> dict[str, Candidate]:
     return out
 
 
-def split_of(family: str, service: str) -> str:
-    """``"train"`` or ``"heldout"``: whole held-out families, and per train family a few
-    services chosen by a stable draw."""
-    if family in HELDOUT_FAMILIES:
-        return "heldout"
-    order = sorted(SERVICES, key=lambda s: hashlib.sha256(f"{family}:{s}".encode()).hexdigest())
-    return "heldout" if service in order[:HELDOUT_SERVICES_PER_FAMILY] else "train"
+def split_of(shape: str) -> str:
+    """``"train"`` or ``"heldout"``: the split of every task whose bug (or, in the no-fault
+    family, shipped feature) has ``shape``. Whole shapes are held out, each fault family
+    holding out some of its shapes, so no held-out task shares its shape with a train task."""
+    if shape not in SHAPE_SPLITS:
+        raise ValueError(f"unknown shape {shape!r}; valid: {sorted(SHAPE_SPLITS)}")
+    return SHAPE_SPLITS[shape]
 
 
 # ───────────────────────────────────────────────────────────────────── the repository

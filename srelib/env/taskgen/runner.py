@@ -4,20 +4,23 @@ The generator's own code is trusted, so the trees it builds (the bad tree and th
 each candidate) are observed in one plain ``python -I -S -B`` child per batch, imported from
 memory, instead of one sandbox per tree on disk; the probes' observations are recorded as the
 sandbox runner records them (plain JSON: return value, raised type, printed text) and judged
-by the checks here, as :mod:`srelib.env.verdicts` judges them. Agents' patches are still
-graded in the sandbox.
+by the checks here, as :mod:`srelib.env.verdicts` judges them, drawn inputs included: a probe
+that takes ``rng`` gets ``random.Random("<seed>:<test id>")`` and its check a fresh one seeded
+the same way (derivation uses the fixed :data:`DERIVE_SEED`). Agents' patches are still graded
+in the sandbox, under a seed drawn afresh at every grading.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 
 from srelib.env.sandbox import python
 from srelib.env.verdicts import Observation, decode_record
 
 _CHILD = r'''
-import contextlib, importlib.abc, importlib.util, io, json, sys
+import contextlib, importlib.abc, importlib.util, io, json, random, sys
 
 
 class Tree(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -49,8 +52,9 @@ class Tree(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(self.files[path], module.__file__, "exec"), module.__dict__)
 
 
+seed, jobs = json.loads(sys.stdin.readline())
 results = []
-for n, job in enumerate(json.loads(sys.stdin.readline())):
+for n, job in enumerate(jobs):
     tree = Tree(job["tree"])
     sys.meta_path.insert(0, tree)
     seen = {}
@@ -63,17 +67,18 @@ for n, job in enumerate(json.loads(sys.stdin.readline())):
         for name, probe in sorted(vars(module).items()):
             if not (name.startswith("probe_") and callable(probe) and probe.__module__ == module.__name__):
                 continue
+            test_id = f"{file}::test_{name[len('probe_'):]}"
+            args = (random.Random(f"{seed}:{test_id}"),) if probe.__code__.co_argcount else ()
             printed, value, raised = io.StringIO(), None, None
             try:
                 with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-                    value = probe()
+                    value = probe(*args)
             except BaseException as exc:
                 raised = {"type": type(exc).__name__, "message": str(exc)[:4000]}
             try:
                 json.dumps(value)
             except (TypeError, ValueError, RecursionError) as exc:
                 value, raised = None, {"type": "UnobservableValue", "message": str(exc)[:300]}
-            test_id = f"{file}::test_{name[len('probe_'):]}"
             seen[test_id] = json.dumps({"id": test_id, "value": value, "raised": raised,
                                         "printed": printed.getvalue()[:4000]})
     sys.meta_path.remove(tree)
@@ -84,12 +89,17 @@ sys.stdout.write(json.dumps(results))
 '''
 
 
-def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]],
-                 timeout_s: float = 120.0) -> list[dict[str, Observation]]:
-    """For each ``(tree, probe files)``: ``{test id: Observation}`` of running the probes."""
+#: The seed derivation draws probe inputs from (a grading draws its own).
+DERIVE_SEED = 0
+
+
+def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]], timeout_s: float = 120.0,
+                 seed: int = DERIVE_SEED) -> list[dict[str, Observation]]:
+    """For each ``(tree, probe files)``: ``{test id: Observation}`` of running the probes, their
+    drawn inputs seeded by ``seed``."""
     specs = [{"tree": tree, "probes": probes} for tree, probes in jobs]
     run = subprocess.run([python(), "-I", "-S", "-B", "-c", _CHILD], capture_output=True,
-                         input=(json.dumps(specs) + "\n").encode(), timeout=timeout_s)
+                         input=(json.dumps([seed, specs]) + "\n").encode(), timeout=timeout_s)
     if run.returncode != 0:
         raise RuntimeError(f"hidden-test runner failed: {run.stderr.decode(errors='replace')[-500:]}")
     out = []
@@ -99,8 +109,10 @@ def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]],
     return out
 
 
-def judge(checks: dict[str, str], observations: dict[str, Observation]) -> dict[str, bool]:
-    """``{test id: passed}`` for every check in ``checks`` ({file: text}) on ``observations``."""
+def judge(checks: dict[str, str], observations: dict[str, Observation],
+          seed: int = DERIVE_SEED) -> dict[str, bool]:
+    """``{test id: passed}`` for every check in ``checks`` ({file: text}) on ``observations``
+    (drawn under ``seed``)."""
     passed = {}
     for file, text in sorted(checks.items()):
         namespace: dict = {"__name__": f"srelib_taskgen_checks.{file[:-3]}"}
@@ -110,8 +122,9 @@ def judge(checks: dict[str, str], observations: dict[str, Observation]) -> dict[
                 continue
             test_id = f"{file}::{name}"
             seen = observations.get(test_id)
+            args = (random.Random(f"{seed}:{test_id}"),) if check.__code__.co_argcount > 1 else ()
             try:
-                ok = seen is not None and check(seen) is None
+                ok = seen is not None and check(seen, *args) is None
             except Exception:
                 ok = False
             passed[test_id] = ok
