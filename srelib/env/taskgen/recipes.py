@@ -91,6 +91,19 @@ def split_of(shape: str) -> str:
     return SHAPE_SPLITS[shape]
 
 
+def templates_for(templates: tuple, split: str) -> tuple:
+    """The story templates (titles, summaries) a split's incidents draw from, so a held-out
+    story is not one a train task told: the templates that name no caller or peer first, then
+    the others, dealt out in turn (train first). A family with a single template shares it, as
+    does a service that no template of its split fits."""
+    if split not in ("train", "heldout"):
+        raise ValueError(f"unknown split {split!r}; valid: ['train', 'heldout']")
+    if len(templates) < 2:
+        return templates
+    dealt = sorted(templates, key=lambda t: "<caller>" in t.lower() or "<peer>" in t.lower())
+    return tuple(dealt[0 if split == "train" else 1::2])
+
+
 # ───────────────────────────────────────────────────────────────────── the repository
 @dataclass(frozen=True)
 class CommitSpec:
@@ -258,9 +271,11 @@ def scenario_raw(c: Candidate, h: History, split: str, order: int) -> dict:
              "<peer>": _display(peer or "")}
 
     def pick(templates: tuple) -> str:
-        usable = [t for t in templates if (caller or "<caller>" not in t.lower())
-                  and (peer or "<peer>" not in t.lower())]
-        return _text(usable[rng.randrange(len(usable))], words)
+        def usable(among):
+            return [t for t in among if (caller or "<caller>" not in t.lower())
+                    and (peer or "<peer>" not in t.lower())]
+        choices = usable(templates_for(templates, split)) or usable(templates)
+        return _text(choices[rng.randrange(len(choices))], words)
 
     cause = "deploy" if family.needs_fix else None
     culprit_id = f"{c.service}:{family.name}"
