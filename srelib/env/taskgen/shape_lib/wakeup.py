@@ -12,9 +12,9 @@ import threading
 class @N@Queue:
     """``put`` adds a @n@; ``get`` waits for one (at most ``timeout`` seconds, then None)."""
 
-    def __init__(self):
+    def __init__(self, condition=None):
         self._items = collections.deque()
-        self._ready = threading.Condition()
+        self._ready = condition or threading.Condition()
         self.waiting = 0
 
     def __len__(self):
@@ -67,31 +67,25 @@ def test_put_many_keeps_the_order():
     assert [queue.get(timeout=1), queue.get(timeout=1)] == ["a", "b"]
 ''',
     probes='''import threading
-import time
 
 from @pkg@.@n@_queue import @N@Queue
 
 
-def _consumers(queue, count, put, timeout=2.0):
-    """Start ``count`` waiting consumers, call ``put`` once all wait; return what each got
-    before half its timeout had passed (a consumer still asleep then was never woken)."""
-    got = []
+class _Counting(threading.Condition):
+    """A condition that counts the waiters it is asked to wake (all of them: "all")."""
 
-    def consume():
-        start = time.monotonic()
-        item = queue.get(timeout=timeout)
-        got.append(item if time.monotonic() - start < timeout / 2 else None)
+    def __init__(self):
+        super().__init__()
+        self.woken = 0
 
-    threads = [threading.Thread(target=consume) for _ in range(count)]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 3.0
-    while queue.waiting < count and time.monotonic() < deadline:
-        time.sleep(0.001)
-    put()
-    for thread in threads:
-        thread.join(timeout + 1.0)
-    return got
+    def notify(self, n=1):
+        if self.woken != "all":
+            self.woken += n
+        super().notify(n)
+
+    def notify_all(self):
+        self.woken = "all"
+        super().notify_all()
 
 
 def probe_items_come_out_in_order(rng):
@@ -101,9 +95,22 @@ def probe_items_come_out_in_order(rng):
     return {"got": [queue.get(timeout=0) for _ in items], "items": items, "empty": queue.get(0)}
 
 
-def probe_a_put_wakes_a_waiting_consumer(rng):
-    queue, item = @N@Queue(), rng.randrange(10 ** 6)
-    return {"got": _consumers(queue, 1, lambda: queue.put(item)), "item": item}
+def probe_a_waiting_consumer_gets_a_put(rng):
+    queue, item, got = @N@Queue(), rng.randrange(10 ** 6), []
+    consumer = threading.Thread(target=lambda: got.append(queue.get(timeout=30)))
+    consumer.start()
+    queue.put(item)
+    consumer.join(30)
+    return {"got": got, "item": item}
+
+
+def probe_each_put_wakes_a_waiter(rng):
+    condition = _Counting()
+    queue = @N@Queue(condition)
+    puts = rng.randint(1, 20)
+    for i in range(puts):
+        queue.put(i)
+    return {"woken": condition.woken, "queued": len(queue)}
 
 
 def probe_put_many_keeps_the_order(rng):
@@ -112,18 +119,26 @@ def probe_put_many_keeps_the_order(rng):
     return {"added": added, "got": [queue.get(timeout=0) for _ in items], "items": items}
 
 
-def probe_put_many_wakes_every_waiting_consumer(rng):
-    queue, count = @N@Queue(), rng.randint(2, 5)
-    items = [rng.randrange(10 ** 6) for _ in range(count)]
-    got = _consumers(queue, count, lambda: queue.put_many(items))
-    return {"got": sorted(x for x in got if x is not None), "items": sorted(items)}
+def probe_put_many_wakes_a_waiter_per_item(rng):
+    condition = _Counting()
+    queue = @N@Queue(condition)
+    batches = [rng.randint(2, 12) for _ in range(rng.randint(1, 5))]
+    for size in batches:
+        queue.put_many(range(size))
+    return {"woken": condition.woken, "queued": len(queue)}
 ''',
     checks='''def test_items_come_out_in_order(seen):
     assert seen.value["got"] == seen.value["items"] and seen.value["empty"] is None
 
 
-def test_a_put_wakes_a_waiting_consumer(seen, rng):
-    assert seen.value == {"got": [rng.randrange(10 ** 6)], "item": seen.value["item"]}
+def test_a_waiting_consumer_gets_a_put(seen, rng):
+    item = rng.randrange(10 ** 6)
+    assert seen.value == {"got": [item], "item": item}
+
+
+def test_each_put_wakes_a_waiter(seen, rng):
+    puts = rng.randint(1, 20)
+    assert seen.value["queued"] == puts and seen.value["woken"] in (puts, "all")
 
 
 def test_put_many_keeps_the_order(seen, rng):
@@ -131,9 +146,8 @@ def test_put_many_keeps_the_order(seen, rng):
     assert seen.value == {"added": len(items), "got": items, "items": items}
 
 
-def test_put_many_wakes_every_waiting_consumer(seen, rng):
-    count = rng.randint(2, 5)
-    items = sorted(rng.randrange(10 ** 6) for _ in range(count))
-    assert seen.value == {"got": items, "items": items}
+def test_put_many_wakes_a_waiter_per_item(seen, rng):
+    total = sum(rng.randint(2, 12) for _ in range(rng.randint(1, 5)))
+    assert seen.value["queued"] == total and seen.value["woken"] in (total, "all")
 ''')
 SPLIT = "heldout"
