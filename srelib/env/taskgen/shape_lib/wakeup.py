@@ -1,15 +1,15 @@
-"""deadlock, held out: a blocking @n@ queue; batch puts arrive and wake a single waiting
+"""deadlock, held out: a blocking @n@ backlog; batch puts arrive and wake a single waiting
 consumer however many items they add; the others sleep until their timeout."""
 
 from ..shapes import Shape
 
-_SOURCE = '''"""A blocking in-memory queue of @ns@ shared by worker threads."""
+_SOURCE = '''"""A blocking in-memory backlog of @ns@ shared by worker threads."""
 
 import collections
 import threading
 
 
-class @N@Queue:
+class @N@Backlog:
     """``put`` adds a @n@; ``get`` waits for one (at most ``timeout`` seconds, then None)."""
 
     def __init__(self, condition=None):
@@ -47,28 +47,28 @@ _GOOD = _SOURCE.replace('''    def get(self, timeout=None):''', '''    def put_m
     def get(self, timeout=None):''')
 
 SHAPE = Shape(
-    name="wakeup", family="deadlock", module="@n@_queue.py",
-    what="a blocking @n@ queue", feature="batch puts on the @n@ queue",
+    name="wakeup", family="deadlock", module="@n@_backlog.py",
+    what="a blocking @n@ backlog", feature="batch puts on the @n@ backlog",
     source=_SOURCE, good=_GOOD,
     bug=(('''            self._ready.notify(len(items))''', '''            self._ready.notify()'''),),
-    tests='''from @pkg@.@n@_queue import @N@Queue
+    tests='''from @pkg@.@n@_backlog import @N@Backlog
 
 
 def test_put_then_get():
-    queue = @N@Queue()
-    queue.put("a")
-    assert queue.get(timeout=1) == "a" and queue.get(timeout=0) is None
+    backlog = @N@Backlog()
+    backlog.put("a")
+    assert backlog.get(timeout=1) == "a" and backlog.get(timeout=0) is None
 ''',
     feature_tests='''
 
 def test_put_many_keeps_the_order():
-    queue = @N@Queue()
-    assert queue.put_many(["a", "b"]) == 2
-    assert [queue.get(timeout=1), queue.get(timeout=1)] == ["a", "b"]
+    backlog = @N@Backlog()
+    assert backlog.put_many(["a", "b"]) == 2
+    assert [backlog.get(timeout=1), backlog.get(timeout=1)] == ["a", "b"]
 ''',
     probes='''import threading
 
-from @pkg@.@n@_queue import @N@Queue
+from @pkg@.@n@_backlog import @N@Backlog
 
 
 class _Counting(threading.Condition):
@@ -89,43 +89,43 @@ class _Counting(threading.Condition):
 
 
 def probe_items_come_out_in_order(rng):
-    queue, items = @N@Queue(), [rng.randrange(10 ** 6) for _ in range(rng.randint(2, 30))]
+    backlog, items = @N@Backlog(), [rng.randrange(10 ** 6) for _ in range(rng.randint(2, 30))]
     for item in items:
-        queue.put(item)
-    return {"got": [queue.get(timeout=0) for _ in items], "items": items, "empty": queue.get(0)}
+        backlog.put(item)
+    return {"got": [backlog.get(timeout=0) for _ in items], "items": items, "empty": backlog.get(0)}
 
 
 def probe_a_waiting_consumer_gets_a_put(rng):
-    queue, item, got = @N@Queue(), rng.randrange(10 ** 6), []
-    consumer = threading.Thread(target=lambda: got.append(queue.get(timeout=30)))
+    backlog, item, got = @N@Backlog(), rng.randrange(10 ** 6), []
+    consumer = threading.Thread(target=lambda: got.append(backlog.get(timeout=30)))
     consumer.start()
-    queue.put(item)
+    backlog.put(item)
     consumer.join(30)
     return {"got": got, "item": item}
 
 
 def probe_each_put_wakes_a_waiter(rng):
     condition = _Counting()
-    queue = @N@Queue(condition)
+    backlog = @N@Backlog(condition)
     puts = rng.randint(1, 20)
     for i in range(puts):
-        queue.put(i)
-    return {"woken": condition.woken, "queued": len(queue)}
+        backlog.put(i)
+    return {"woken": condition.woken, "backlogd": len(backlog)}
 
 
 def probe_put_many_keeps_the_order(rng):
-    queue, items = @N@Queue(), [f"m{rng.randrange(10 ** 6)}" for _ in range(rng.randint(2, 30))]
-    added = queue.put_many(items)
-    return {"added": added, "got": [queue.get(timeout=0) for _ in items], "items": items}
+    backlog, items = @N@Backlog(), [f"m{rng.randrange(10 ** 6)}" for _ in range(rng.randint(2, 30))]
+    added = backlog.put_many(items)
+    return {"added": added, "got": [backlog.get(timeout=0) for _ in items], "items": items}
 
 
 def probe_put_many_wakes_a_waiter_per_item(rng):
     condition = _Counting()
-    queue = @N@Queue(condition)
+    backlog = @N@Backlog(condition)
     batches = [rng.randint(2, 12) for _ in range(rng.randint(1, 5))]
     for size in batches:
-        queue.put_many(range(size))
-    return {"woken": condition.woken, "queued": len(queue)}
+        backlog.put_many(range(size))
+    return {"woken": condition.woken, "backlogd": len(backlog)}
 ''',
     checks='''def test_items_come_out_in_order(seen):
     assert seen.value["got"] == seen.value["items"] and seen.value["empty"] is None
@@ -138,7 +138,7 @@ def test_a_waiting_consumer_gets_a_put(seen, rng):
 
 def test_each_put_wakes_a_waiter(seen, rng):
     puts = rng.randint(1, 20)
-    assert seen.value["queued"] == puts and seen.value["woken"] in (puts, "all")
+    assert seen.value["backlogd"] == puts and seen.value["woken"] in (puts, "all")
 
 
 def test_put_many_keeps_the_order(seen, rng):
@@ -148,6 +148,6 @@ def test_put_many_keeps_the_order(seen, rng):
 
 def test_put_many_wakes_a_waiter_per_item(seen, rng):
     total = sum(rng.randint(2, 12) for _ in range(rng.randint(1, 5)))
-    assert seen.value["queued"] == total and seen.value["woken"] in (total, "all")
+    assert seen.value["backlogd"] == total and seen.value["woken"] in (total, "all")
 ''')
 SPLIT = "heldout"
