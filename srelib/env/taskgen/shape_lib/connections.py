@@ -122,7 +122,7 @@ def probe_the_pool_survives_broken_connections(rng):
     for _ in range(rng.randint(size, 5 * size)):
         pool.checkin(pool.checkout(), broken=True)
     held = [pool.checkout() for _ in range(size)]
-    return {"held": len(held), "distinct": len(set(held))}
+    return {"held": len(held), "distinct": len(set(held)), "newest": max(held)}
 ''',
     checks='''def test_connections_are_made_up_front(seen, rng):
     size = rng.randint(1, 12)
@@ -145,6 +145,7 @@ def test_broken_connections_are_recorded(seen, rng):
 
 def test_the_pool_survives_broken_connections(seen, rng):
     size = rng.randint(2, 10)
-    assert seen.value == {"held": size, "distinct": size}
+    broken = rng.randint(size, 5 * size)
+    assert seen.value == {"held": size, "distinct": size, "newest": size + broken}
 ''')
 SPLIT = "heldout"

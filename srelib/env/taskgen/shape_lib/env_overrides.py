@@ -98,10 +98,14 @@ def probe_true_words_turn_settings_on(rng):
 
 
 def probe_false_words_turn_settings_off(rng):
-    words = ["0", "false", "no", "off", "False", " OFF "]
-    env = {PREFIX + "ENABLED": rng.choice(words), PREFIX + "STRICT": rng.choice(words)}
-    settings = @n@_settings(env)
-    return [settings["enabled"], settings["strict"]]
+    true, false = ["1", "true", "yes", "on", "TRUE", " Yes "], ["0", "false", "no", "off", "False", " OFF "]
+    pairs = [(rng.choice(true), rng.choice(false))]
+    pairs += [(rng.choice(true + false), rng.choice(true + false)) for _ in range(rng.randint(2, 8))]
+    found = []
+    for enabled, strict in pairs:
+        settings = @n@_settings({PREFIX + "ENABLED": enabled, PREFIX + "STRICT": strict})
+        found.append([settings["enabled"], settings["strict"]])
+    return found
 ''',
     checks='''def test_other_variables_are_ignored(seen):
     assert seen.value == {"batch_size": 50, "enabled": True, "strict": False, "ratio": 0.5,
@@ -123,7 +127,10 @@ def test_true_words_turn_settings_on(seen):
     assert seen.value is True
 
 
-def test_false_words_turn_settings_off(seen):
-    assert seen.value == [False, False]
+def test_false_words_turn_settings_off(seen, rng):
+    true, false = ["1", "true", "yes", "on", "TRUE", " Yes "], ["0", "false", "no", "off", "False", " OFF "]
+    pairs = [(rng.choice(true), rng.choice(false))]
+    pairs += [(rng.choice(true + false), rng.choice(true + false)) for _ in range(rng.randint(2, 8))]
+    assert seen.value == [[enabled in true, strict in true] for enabled, strict in pairs]
 ''')
 SPLIT = "heldout"

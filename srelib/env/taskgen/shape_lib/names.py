@@ -129,7 +129,9 @@ def probe_released_names_leave_nothing_behind(rng):
     names = @N@Names()
     for word in _words(rng, rng.randint(50, 400)):
         names.release(names.intern(word))
-    return {"stats": names.stats(), "unknown": names.name_of(0)}
+    keepers = _words(rng, rng.randint(2, 9))
+    ids = [names.intern(word) for word in keepers]
+    return {"stats": names.stats(), "kept": [names.name_of(i) for i in ids]}
 ''',
     checks='''def test_ids_are_stable_and_reversible(seen, rng):
     n = rng.randint(3, 25)
@@ -146,7 +148,11 @@ def test_held_names_survive_one_release(seen, rng):
     assert seen.value == {"name": word, "size": 1}
 
 
-def test_released_names_leave_nothing_behind(seen):
-    assert seen.value == {"stats": {"names": 0, "ids": 0, "refs": 0}, "unknown": None}
+def test_released_names_leave_nothing_behind(seen, rng):
+    for i in range(rng.randint(50, 400)):
+        rng.randrange(10 ** 6)
+    keepers = [f"w{rng.randrange(10 ** 6)}-{i}" for i in range(rng.randint(2, 9))]
+    count = len(keepers)
+    assert seen.value == {"stats": {"names": count, "ids": count, "refs": count}, "kept": keepers}
 ''')
 SPLIT = "heldout"
