@@ -7,8 +7,10 @@ offline tokenizer in its tool format, saved to a folder and loaded back the way 
 it runs ``--sft-steps`` steps of ``lora_warm_start`` (LoRA adapters on the scripted policies'
 episodes), plays one short episode with the trained model (``lora_policy``), then runs
 ``--grpo-steps`` steps of ``grpo_train`` on the same adapters, and reports the losses, the
-logged reward, KL and parse-failure rate, the wall times, the peak GPU memory and the
-trainable parameters as JSON, on stdout and in ``$OUT/gpu_train.json`` when ``OUT`` is set.
+logged reward, KL and parse-failure rate, the wall times, the peak GPU memory, the
+trainable parameters and the recipe's invariants (``recipe``: the tokenizer is in the tool
+format, the base weights stay as loaded, only LoRA adapters train, GRPO trains the adapters SFT
+trained and keeps a frozen ``ref`` copy of them) as JSON, on stdout and in ``$OUT/gpu_train.json`` when ``OUT`` is set.
 Random weights mean the rewards are not a result; the check is that the recipe runs, learns
 (the SFT loss falls) and fits.
 
@@ -65,6 +67,7 @@ def train(folder: str, four_bit: bool, args, scratch: Path) -> dict:
     result = {"four_bit": four_bit}
     quantization = four_bit_config() if four_bit else None
     model, tokenizer = load_for_training(folder, quantization=quantization)
+    base = snapshot(model.named_parameters())
     sft = measured("sft", lambda: lora_warm_start(
         model, tokenizer, scratch / f"sft-{four_bit}", seeds=range(1), pools=["C"],
         max_steps=args.sft_steps, batch_size=2, gradient_accumulation_steps=1,
@@ -73,6 +76,10 @@ def train(folder: str, four_bit: bool, args, scratch: Path) -> dict:
     losses = [h["loss"] for h in sft.state.log_history if "loss" in h]
     result["sft"] = {"first_loss": losses[0], "last_loss": losses[-1],
                      "trainable_params": trainable(sft.model)}
+    after = snapshot((n.replace(".base_layer", ""), p)
+                     for n, p in sft.model.get_base_model().named_parameters() if "lora_" not in n)
+    trained = {n for n, p in sft.model.named_parameters() if p.requires_grad}
+    adapters = snapshot((n, p) for n, p in sft.model.named_parameters() if "lora_" in n)
     player = lora_policy(sft.model, tokenizer, "lora")
     player.max_new_tokens = args.play_tokens or player.max_new_tokens
     played = measured("play", lambda: evaluate(
@@ -91,7 +98,24 @@ def train(folder: str, four_bit: bool, args, scratch: Path) -> dict:
                        "parse_failure_rate": h["rewards/parse_failure_rate/mean"]}
                       for h in grpo.state.log_history if "reward" in h]
     result["grpo_trainable_params"] = trainable(grpo.model)
+    now = dict(grpo.model.named_parameters())
+    result["grpo_moved_the_adapters"] = any(not torch.equal(now[n], p) for n, p in adapters.items())
+    result["recipe"] = {
+        "tokenizer_reads_tool_calls": bool(tokenizer.response_template),
+        "base_weights_unchanged_by_sft": after.keys() == base.keys() and all(
+            torch.equal(after[n], p) for n, p in base.items()),
+        "only_lora_adapters_train": bool(trained) and all("lora_" in n for n in trained),
+        "grpo_adapters": sorted(grpo.model.peft_config),
+        "grpo_trains_the_sft_adapters": {n for n, p in now.items() if p.requires_grad} == trained,
+        "ref_is_a_frozen_copy_of_the_sft_adapters": all(
+            torch.equal(now[n.replace(".default.", ".ref.")], p) for n, p in adapters.items()),
+    }
     return result
+
+
+def snapshot(named) -> dict:
+    """A detached copy of each named parameter, to compare with after training."""
+    return {name: p.detach().clone() for name, p in named}
 
 
 def add_budget_options(parser) -> None:

@@ -23,6 +23,8 @@ _EXPORTS = {
     "get_scenario": "srelib.env.scenarios",
     "TASKS": "srelib.env.scenarios",
     "list_tasks": "srelib.env.catalog",
+    "task_card": "srelib.env.task_ids",
+    "task_id": "srelib.env.task_ids",
     "POOLS": "srelib.env.pools",
     "oracle_belief": "srelib.env.pools",
     "score_trajectory": "srelib.env.grading",
@@ -56,6 +58,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
     from srelib.env.belief import BeliefState
     from srelib.env.scenarios import get_scenario, TASKS
     from srelib.env.catalog import list_tasks
+    from srelib.env.task_ids import task_card, task_id
     from srelib.env.pools import POOLS, oracle_belief
     from srelib.env.grading import score_trajectory
     from srelib.parse import parse_action

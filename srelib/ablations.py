@@ -90,7 +90,8 @@ def ablate(conditions: Mapping[str, Any], *, baseline: str | None = None,
                              out=run_dir, **evaluate_kwargs)
             frames.append(frame.assign(outcome=_outcome(frame, arm.outcome)))
             wanted = set(zip(frame["task"], frame["pool"], frame["seed"]))
-            episodes += [e for e in load_episodes(run_dir) if (e.task, e.pool, e.seed) in wanted]
+            episodes += [e for e in load_episodes(run_dir)
+                         if (e.public_task, e.pool, e.seed) in wanted]
     frame = pd.concat(frames, ignore_index=True)
     summary = summarize_conditions(frame, confidence=confidence, seed=seed)
     differences = compare(frame, baseline, confidence=confidence, seed=seed)

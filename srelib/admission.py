@@ -5,12 +5,16 @@ returns the bounds of ``srelib.validity.GATE`` it breaks (empty: admitted). The 
 (``srelib.env.taskgen``) calls it for every candidate whose derived tests admit it. The
 runner-hijack, reward-probing and step-budget policies are left to the validity table: each
 costs a sandbox run or dozens of episodes per task, and none depends on the bug site.
+
+:func:`audit_reasons` runs the tell audit (:mod:`srelib.tell_audit`) on the admitted suite:
+each single-field predictor over its bar is a finding the suite file records.
 """
 
 from __future__ import annotations
 
 from srelib.env.pools import POOLS
 from srelib.env.scenarios import get_scenario
+from srelib.tell_audit import audit_tasks, failures
 from srelib.policies.adversarial import (BlindRevertPolicy, HedgedDeclarationPolicy,
                                          NewestDeployPolicy)
 from srelib.policies.reference import ReferencePolicy
@@ -49,3 +53,9 @@ def gate_reasons(task: str) -> list[str]:
         if cls is BlindRevertPolicy and any((s["patch"] or {}).get("resolved") == "full" for s in scores):
             reasons.append("blind revert resolves full")
     return reasons
+
+
+def audit_reasons(train: list[str], heldout: list[str]) -> list[str]:
+    """The tell audit's findings for a suite split into ``train`` and ``heldout`` task ids
+    (empty: no single field predicts an answer above its bar)."""
+    return failures(audit_tasks(train, heldout))

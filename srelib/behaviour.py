@@ -115,7 +115,7 @@ def search_breadth(episodes):
         distinct = {(_kind(r), repr(sorted((r.get("action") or {}).get("parameters", {}).items())))
                     for r in _agent_steps(episode) if r.get("phase") == 2
                     and _kind(r) in _SEARCH_ACTIONS}
-        rows.append({"policy": episode.policy, "task": episode.task, "seed": episode.seed,
+        rows.append({"policy": episode.policy, "task": episode.public_task, "seed": episode.seed,
                      "fault_confidence": _number(handoff.get("fault_confidence")),
                      "breadth": len(distinct)})
     return pd.DataFrame(rows, columns=["policy", "task", "seed", "fault_confidence", "breadth"])

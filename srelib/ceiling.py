@@ -1,9 +1,11 @@
-"""The oracle-P1 ceiling: how much a perfect phase 1 helps a phase-2 policy.
+"""The oracle-P1 ceiling and the repair ladder: how much phase-2 repair each piece of the answer buys.
 
 :func:`ceiling_table` runs one phase-2 policy after three kinds of handoff (the oracle belief,
 the null policy's empty one, and each given phase-1 policy's own) and reports the repair under
 each with paired bootstrap CIs; :func:`measure_null_context` gives the null-handoff repair that
-``r_cross`` needs.
+``r_cross`` needs. :func:`ladder_episodes` and :func:`summarize_ladder` climb the repair
+ladder (:class:`srelib.policies.LadderPhase2Policy`: the oracle handoff, then the bad commit, the
+bad file, the bad function, the reference patch) on each suite, next to real policies.
 """
 
 from __future__ import annotations
@@ -47,13 +49,7 @@ def ceiling_episodes(phase2_policy, phase1_policies: Mapping[str, Any] | None = 
     evaluate_kwargs.setdefault("progress", False)
     wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
     seeds = seeds if isinstance(seeds, int) else list(seeds)
-    in_b = _pool_task_set("B", wanted)
-    runs = []
-    for pool, mode, pool_tasks in (("B", None, [t for t in wanted if t in in_b]),
-                                   (None, "p2_only", [t for t in wanted if t not in in_b])):
-        if pool_tasks:
-            runs.append(evaluate({"oracle": phase2_policy}, tasks=pool_tasks, pools=[pool],
-                                 seeds=seeds, mode=mode, **evaluate_kwargs))
+    runs = [oracle_handoff_episodes({"oracle": phase2_policy}, wanted, seeds, **evaluate_kwargs)]
     composed = {"null": null_composite(phase2_policy)}
     for name, phase1 in (phase1_policies or {}).items():
         if name in composed or name == "oracle":
@@ -64,6 +60,22 @@ def ceiling_episodes(phase2_policy, phase1_policies: Mapping[str, Any] | None = 
     frame = pd.concat(runs, ignore_index=True)
     return frame.sort_values(list(KEY_COLUMNS), na_position="first", kind="stable",
                              ignore_index=True)
+
+
+def oracle_handoff_episodes(policies: Mapping[str, Any], tasks: Sequence[str],
+                            seeds: int | Iterable[int], **evaluate_kwargs):
+    """Each phase-2 policy after the oracle handoff: pool B where it holds the task, else (the
+    held-out and generated tasks pool B lacks) the same handoff through ``mode="p2_only"``."""
+    import pandas as pd
+
+    in_b = _pool_task_set("B", tasks)
+    runs = []
+    for pool, mode, pool_tasks in (("B", None, [t for t in tasks if t in in_b]),
+                                   (None, "p2_only", [t for t in tasks if t not in in_b])):
+        if pool_tasks:
+            runs.append(evaluate(policies, tasks=pool_tasks, pools=[pool], seeds=seeds,
+                                 mode=mode, **evaluate_kwargs))
+    return pd.concat(runs, ignore_index=True)
 
 
 def summarize_ceiling(frame, *, confidence: float = 0.95, seed: int = 0):
@@ -113,6 +125,102 @@ def ceiling_table(phase2_policy, phase1_policies: Mapping[str, Any] | None = Non
     """
     frame = ceiling_episodes(phase2_policy, phase1_policies, tasks, seeds, **evaluate_kwargs)
     return summarize_ceiling(frame, confidence=confidence, seed=seed)
+
+
+def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[int] = 20, *,
+                    real: Mapping[str, Any] | None = None, joint: Mapping[str, Any] | None = None,
+                    **evaluate_kwargs):
+    """The episodes of the repair ladder on ``tasks``, one row each.
+
+    Every rung of :data:`srelib.policies.repair.RUNGS` (policy ``rung:<name>``) and every
+    phase-2 policy of ``real`` play after the oracle handoff (:func:`oracle_handoff_episodes`);
+    the policies of ``joint`` play both phases themselves (pool C for train tasks, D for
+    held-out ones). A ``suite`` column names each task's suite and split
+    (``classic:train``, ``generated:heldout``, ...).
+    """
+    import pandas as pd
+
+    from srelib.env.catalog import resolve_tasks, split_of, suite_of
+    from srelib.env.scenarios import TASKS
+    from srelib.policies.repair import RUNGS, LadderPhase2Policy
+
+    evaluate_kwargs.setdefault("progress", False)
+    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
+    seeds = seeds if isinstance(seeds, int) else list(seeds)
+    rungs = {f"rung:{r}": functools.partial(LadderPhase2Policy, r) for r in RUNGS}
+    clash = set(rungs) & (set(real or {}) | set(joint or {}))
+    if clash:
+        raise ValueError(f"policy names {sorted(clash)} are the ladder's; use other names")
+    runs = [oracle_handoff_episodes({**rungs, **(real or {})}, wanted, seeds, **evaluate_kwargs)]
+    if joint:
+        runs.append(evaluate(dict(joint), tasks=wanted, pools=JOINT_POOLS, seeds=seeds,
+                             **evaluate_kwargs))
+    frame = pd.concat(runs, ignore_index=True)
+    frame.insert(0, "suite", [f"{suite_of(t)}:{split_of(t)}" for t in frame["task"]])
+    return frame.sort_values(list(KEY_COLUMNS), na_position="first", kind="stable",
+                             ignore_index=True)
+
+
+def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = None, *,
+                 real: Mapping[str, Any] | None = None, joint: Mapping[str, Any] | None = None,
+                 **evaluate_kwargs):
+    """:func:`ladder_episodes` on both suites: every classic task with ``seeds``, and each
+    generated split (train, held-out) with one seed per task, its ``generated_tasks`` evenly
+    spaced tasks (default all)."""
+    import pandas as pd
+
+    from srelib.env.catalog import list_tasks
+
+    if generated_tasks is not None and (isinstance(generated_tasks, bool) or
+                                        not isinstance(generated_tasks, int) or generated_tasks < 1):
+        raise ValueError(f"generated_tasks must be a whole number >= 1 or None; got {generated_tasks!r}")
+    runs = [ladder_episodes("all", seeds, real=real, joint=joint, **evaluate_kwargs)]
+    for split in ("train", "heldout"):
+        tasks = list_tasks("generated", split)
+        if generated_tasks is not None and generated_tasks < len(tasks):
+            tasks = [tasks[i * len(tasks) // generated_tasks] for i in range(generated_tasks)]
+        runs.append(ladder_episodes(tasks, 1, real=real, joint=joint, **evaluate_kwargs))
+    return pd.concat(runs, ignore_index=True)
+
+
+def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):
+    """Per suite and policy: episodes, mean repair and the share repaired in full
+    (:func:`full_repair`), each with a bootstrap CI, and the mean localisation columns ``commit_diffed`` and ``bad_file_edited``.
+    Suites come train split first.
+
+    ``frame`` is :func:`ladder_episodes` output. Columns: suite, policy, kind (``rung``,
+    ``oracle handoff`` or ``joint``), n, repair, repair_low, repair_high, full, full_low,
+    full_high, commit_diffed, bad_file_edited. Rungs come first, in ladder order.
+    """
+    import pandas as pd
+
+    from srelib.stats import bootstrap_ci
+
+    rows = []
+    suites = sorted(set(frame["suite"]), key=lambda s: (s.split(":")[0], not s.endswith(":train")))
+    for suite in suites:
+        by_suite = frame[frame["suite"] == suite]
+        names = list(dict.fromkeys(by_suite["policy"]))
+        names = [n for n in names if n.startswith("rung:")] + \
+            [n for n in names if not n.startswith("rung:")]
+        for name in names:
+            group = by_suite[by_suite.policy == name]
+            repair = bootstrap_ci(group["repair"].astype(float), confidence=confidence, seed=seed)
+            full = bootstrap_ci(full_repair(group).astype(float), confidence=confidence, seed=seed)
+            kind = "rung" if name.startswith("rung:") else \
+                "joint" if (group["mode"] == "joint").all() else "oracle handoff"
+            rows.append({"suite": suite, "policy": name, "kind": kind, "n": len(group),
+                         "repair": repair[0], "repair_low": repair[1], "repair_high": repair[2],
+                         "full": full[0], "full_low": full[1], "full_high": full[2],
+                         **{c: pd.to_numeric(group[c], errors="coerce").mean()
+                            for c in ("commit_diffed", "bad_file_edited")}})
+    return pd.DataFrame(rows)
+
+
+def full_repair(frame):
+    """Per episode, whether phase 2 was repaired in full: a patch that resolved ``"full"``, or
+    a correct "no change needed" on a task with nothing to fix (repair 1 without a patch)."""
+    return (frame["resolved"] == "full") | (frame["resolved"].isna() & (frame["repair"] == 1))
 
 
 def _compose(phase1_spec: Any, phase2_spec: Any):

@@ -2,6 +2,7 @@
 
     srelib tasks [--suite generated]
     srelib tasks check srelib/env/scenario_data/memory_leak
+    srelib tasks audit --suite generated
     srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
     srelib report runs/h
     srelib demo --out results
@@ -27,10 +28,14 @@ from srelib.policies.registry import POLICY_CLASSES, build_policy, scripted_poli
 
 #: Columns that change from run to run; the demo's CSVs leave them out so a rerun reproduces them.
 TIMING_COLUMNS = ("wall_s", "latency_s")
-#: What ``srelib demo`` runs: the baselines, then the ceiling of RevertPhase2Policy.
-DEMO_POLICIES = ("null", "random", "oracle-random", "heuristic", "heuristic-revert", "reference")
+#: What ``srelib demo`` runs: the baselines, the ceiling of the no-answer partial revert, and
+#: the repair ladder next to real phase-2 policies (after the oracle handoff) and joint ones.
+DEMO_POLICIES = ("null", "random", "oracle-random", "heuristic", "heuristic-revert",
+                 "heuristic-partial-revert", "reference")
 DEMO_PHASE1 = {"heuristic": "HeuristicPhase1Policy"}
-DEMO_PHASE2 = "RevertPhase2Policy"
+DEMO_PHASE2 = "PartialRevertPhase2Policy"
+DEMO_LADDER_REAL = {"random": "RandomPhase2Policy", "revert": "RevertPhase2Policy"}
+DEMO_LADDER_JOINT = ("heuristic-revert", "heuristic-partial-revert")
 #: The demo's paired comparison: what reverting the suspect's deploy adds to the heuristic SRE.
 DEMO_COMPARE = ("heuristic-revert", "heuristic")
 #: Bounds on numeric options: past them a value is a typo, not a plan.
@@ -76,14 +81,24 @@ def _parser() -> argparse.ArgumentParser:
         f"unsafe: also in a weaker one, verdicts marked unverified (env {SANDBOX_ENV})"))
 
     tasks = sub.add_parser("tasks", help="list the tasks and the pools; "
-                           "'tasks check PATH' validates a scenario folder")
+                           "'tasks check PATH' validates a scenario folder; "
+                           "'tasks audit' looks for single-field tells")
     tasks.add_argument("--suite", choices=("classic", "generated"), default="classic",
                        help="classic: every task and pool; generated: counts and rejections")
     tasks.set_defaults(run=_cmd_tasks, parser=tasks)
-    check = tasks.add_subparsers(dest="tasks_command").add_parser(
+    tasks_sub = tasks.add_subparsers(dest="tasks_command")
+    check = tasks_sub.add_parser(
         "check", parents=[grading], help="validate a scenario folder and name each problem")
     check.add_argument("path", help="a folder like srelib/env/scenario_data/<task>")
     check.set_defaults(run=_cmd_tasks_check, parser=check)
+    audit = tasks_sub.add_parser(
+        "audit", help="the tell audit: how well one surface field, read alone, predicts the "
+                      "culprit, the fault class, no-fault or the bad commit on held-out tasks")
+    audit.add_argument("--suite", choices=("classic", "generated"), default="generated",
+                       help="generated: fitted on train, scored on held-out; classic: "
+                            "leave-one-task-out")
+    audit.add_argument("--failures", action="store_true", help="print only the rows over the bar")
+    audit.set_defaults(run=_cmd_tasks_audit, parser=audit)
 
     ev = sub.add_parser("eval", parents=[grading], help="evaluate scripted policies on a grid of episodes")
     ev.add_argument("--policy", action="append", required=True, metavar="NAME",
@@ -114,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--seeds", type=_seeds, default=50, help="a count N or a,b,c")
     demo.add_argument("--workers", type=_whole(1, MAX_WORKERS), default=2,
                       help="processes to spread episodes over")
+    demo.add_argument("--generated-tasks", type=_whole(1, MAX_SEED_COUNT), default=None,
+                      help="how many tasks of each generated split the repair ladder runs, "
+                      "evenly spaced (default: all, one seed each)")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     demo.set_defaults(run=_cmd_demo, parser=demo)
 
@@ -169,9 +187,10 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--seed", type=_whole(0, MAX_SEED), default=0,
                         help="the episode seed of the problem statements")
     export.set_defaults(run=_cmd_swebench_export, parser=export)
-    grade = swe_sub.add_parser("grade", parents=[grading], help="grade a predictions JSONL "
+    grade = swe_sub.add_parser("grade", parents=[grading], help="grade SWE-bench predictions "
                                "(instance_id, model_name_or_path, model_patch)")
-    grade.add_argument("predictions", help="SWE-bench predictions, one JSON object a line")
+    grade.add_argument("predictions", help="SWE-bench predictions: .jsonl (one a line) or .json "
+                                           "(a list, or an {instance_id: prediction} object)")
     grade.add_argument("--out", required=True, help="where the reports and summaries go")
     grade.set_defaults(run=_cmd_swebench_grade, parser=grade)
     return parser
@@ -302,6 +321,17 @@ def _cmd_tasks_check(args) -> int:
     return 1 if problems else 0
 
 
+def _cmd_tasks_audit(args) -> int:
+    from srelib.tell_audit import audit, failures, format_audit
+
+    rows = audit(args.suite)
+    print(format_audit(rows, only_failures=args.failures))
+    found = failures(rows)
+    print(f"\n{args.suite} suite: {len(rows)} predictors, {len(found)} over the bar "
+          f"(held-out rate <= {min(r['bar'] for r in rows):.2f}..{max(r['bar'] for r in rows):.2f})")
+    return 1 if found else 0
+
+
 def _cmd_eval(args) -> int:
     from srelib.rollout import evaluate
 
@@ -338,8 +368,8 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from srelib.plots import ceiling_gap
-    from srelib.ceiling import ceiling_episodes, summarize_ceiling
+    from srelib.ceiling import ceiling_episodes, suite_ladder, summarize_ceiling, summarize_ladder
+    from srelib.plots import ceiling_gap, localisation_vs_score, repair_ladder
     from srelib.rollout import evaluate
     from srelib.stats import to_markdown
 
@@ -359,15 +389,66 @@ def _cmd_demo(args) -> int:
     episodes.drop(columns=list(TIMING_COLUMNS)).to_csv(out / "ceiling_episodes.csv", index=False)
     table = summarize_ceiling(episodes)
     table.to_csv(out / "ceiling.csv", index=False)
-    markdown = to_markdown(_ceiling_cells(table))
-    (out / "ceiling.md").write_text(markdown + "\n")
+    ceiling_md = to_markdown(_ceiling_cells(table))
     print(f"\nOracle-P1 ceiling of {DEMO_PHASE2}: repair [95% CI] per handoff, and the gaps:\n")
-    print(markdown)
+    print(ceiling_md)
     _save(ceiling_gap(table, phase2=DEMO_PHASE2), out / "ceiling_gap.png")
-    written.append(out / "ceiling_gap.png")
-    print(f"\nwrote {out}/episodes.csv, summary.md, ceiling.csv, ceiling.md and "
+    _save(localisation_vs_score(frame, policies=DEMO_POLICIES), out / "localisation.png")
+    written += [out / "ceiling_gap.png", out / "localisation.png"]
+
+    ladder = suite_ladder(generated_tasks=args.generated_tasks,
+                          real={n: functools.partial(build_policy, c)
+                                for n, c in DEMO_LADDER_REAL.items()},
+                          joint={n: scripted_policy(n) for n in DEMO_LADDER_JOINT}, **common)
+    ladder.drop(columns=list(TIMING_COLUMNS)).to_csv(out / "ladder_episodes.csv", index=False)
+    steps = summarize_ladder(ladder)
+    steps.to_csv(out / "ladder.csv", index=False)
+    ladder_md = to_markdown(_ladder_cells(steps), index=False)
+    print("\nRepair ladder: repaired in full [95% CI] per rung and policy, per suite:\n")
+    print(ladder_md)
+    _save(repair_ladder(steps), out / "repair_ladder.png")
+    written.append(out / "repair_ladder.png")
+    (out / "ceiling.md").write_text(_ceiling_markdown(ceiling_md, ladder_md, steps))
+    print(f"\nwrote {out}/episodes.csv, summary.md, ceiling.csv, ladder.csv, ceiling.md and "
           f"{len(written)} plots in {time.perf_counter() - start:.0f}s")
     return 0
+
+
+def _ladder_cells(steps):
+    """One row per suite and policy: episodes, repaired in full and repair as "mean [CI]"."""
+    from srelib.stats import format_ci
+
+    return steps.assign(
+        policy=[p.replace("rung:", "rung ") for p in steps.policy],
+        full=[format_ci(*v) for v in zip(steps.full, steps.full_low, steps.full_high)],
+        repair=[format_ci(*v) for v in zip(steps.repair, steps.repair_low, steps.repair_high)],
+        commit_diffed=steps.commit_diffed.round(2), bad_file_edited=steps.bad_file_edited.round(2),
+    )[["suite", "policy", "kind", "n", "full", "repair", "commit_diffed", "bad_file_edited"]]
+
+
+def _ceiling_markdown(ceiling_md: str, ladder_md: str, steps) -> str:
+    """results/ceiling.md: the per-task ceiling, the ladder, the no-answer baseline's rate."""
+    from srelib.stats import format_ci
+
+    baseline = steps[steps.policy == "rung:belief"]
+    rates = "; ".join(f"{row.suite} {format_ci(row.full, row.full_low, row.full_high)} "
+                      f"(n = {row.n})" for row in baseline.itertuples())
+    return (f"# Oracle-P1 ceiling and repair ladder\n\n"
+            f"## Oracle-P1 ceiling of {DEMO_PHASE2} per classic task\n\n"
+            "Repair [95% bootstrap CI] after each handoff (oracle: pool B; null and heuristic: "
+            "their own handoff, pools C/D), and the paired gaps to the oracle handoff.\n\n"
+            f"{ceiling_md}\n\n## Repair ladder\n\n"
+            "Each rung is the partial revert given one more piece of the answer after the oracle "
+            "handoff: the oracle belief (`rung belief`, the no-answer baseline itself), + the bad "
+            "commit, + the bad file, + the bad function, + the reference patch. `oracle handoff` "
+            "rows are real phase-2 policies after the same handoff; `joint` rows play both "
+            "phases (pool C for train tasks, D for held-out ones). `full`: share of episodes "
+            "repaired in full; `repair`: the score's repair component; `commit_diffed`, "
+            "`bad_file_edited`: localisation columns (means). Generated suites: one seed per "
+            "task.\n\n"
+            f"{ladder_md}\n\n"
+            f"No-answer baseline ({DEMO_PHASE2} after the oracle handoff), share repaired in "
+            f"full [95% CI]: {rates}.\n")
 
 
 def _ceiling_cells(table):

@@ -22,6 +22,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from srelib.env.task_ids import task_id
+
 #: Training stages in order, then the evaluation stage.
 TRAINING_STAGES = ("A", "B", "C")
 EVALUATION_STAGE = "D"
@@ -76,7 +78,7 @@ class CurriculumRun:
         """One row per episode, with the stage it belongs to."""
         from srelib.results import KEY_COLUMNS, frame_from_episodes
 
-        stage_of = {e.key: s for s, e in self._staged}
+        stage_of = {(e.policy, e.public_task, *e.key[2:]): s for s, e in self._staged}  # as shown
         frame = frame_from_episodes(self.episodes)
         keys = frame[list(KEY_COLUMNS)].itertuples(index=False, name=None)
         return frame.assign(stage=[stage_of[k] for k in keys])
@@ -133,7 +135,7 @@ class Curriculum:
         run = CurriculumRun()
         for stage in self.stages:
             scores: dict[str, list[float]] = {}
-            tasks = list(self._pools[stage].tasks)
+            tasks = [task_id(t) for t in self._pools[stage].tasks]  # episodes carry the ids
             count, opened = 0, False
             while count < self.max_episodes and not opened:
                 episode = self._episode(stage, rng, stored, run)
@@ -154,7 +156,7 @@ class Curriculum:
 
         task = rng.choice(list(self._pools[stage].tasks))
         episode_seed = rng.randrange(2**31)
-        key = (self.name, task, stage, self._pools[stage].mode, episode_seed)
+        key = (self.name, task_id(task), stage, self._pools[stage].mode, episode_seed)
         episode = stored.get(key)
         replayed = episode is not None
         if episode is None:

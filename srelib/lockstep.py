@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from srelib.episode import EpisodeRun, EpisodeSteps, advance, episode_steps
 from srelib.policies.base import call_reset
+from srelib.policies.oracle import hand_answer, needs_answer
 from srelib.policies.specs import instantiate
 from srelib.results import Episode
 from srelib.usage import usage_mark, usage_per_item
@@ -54,6 +55,8 @@ def run_lockstep(policy: Any, jobs: Sequence, *, max_steps: int | None = None,
     reset_batch = getattr(policy, "reset_batch", None)
     if callable(reset_batch):
         reset_batch([(run.seed, run.task) for run in started])
+        for run in started:
+            hand_answer(policy, run.task)
     elif started:
         call_reset(policy, started[0].seed, started[0].task)
     while True:
@@ -75,6 +78,7 @@ def run_lockstep(policy: Any, jobs: Sequence, *, max_steps: int | None = None,
         for i, action in zip(active, actions):
             lanes[i].run = advance(lanes[i].steps, action)
     wall = (time.perf_counter() - start) / max(1, len(lanes))
+    oracle = needs_answer(policy)
     return [episode_record(lane.env, lane.run, lane.job.policy, null_repair, lane.tokens,
-                           lane.latency_s, wall) for lane in lanes]
+                           lane.latency_s, wall, oracle=oracle) for lane in lanes]
 

@@ -1,5 +1,6 @@
 """Plots of evaluation frames: score distributions, components, resolved rates, paired
-differences, ceiling gaps, steps and parse failures.
+differences, ceiling gaps, the repair ladder, localisation against score, steps and parse
+failures.
 
 Every function takes a results frame (or a ceiling table) and returns a
 ``matplotlib.figure.Figure``. Figures are built without pyplot, so nothing needs a display and
@@ -269,6 +270,83 @@ def ceiling_gap(table, phase2: str | None = None):
         fig.supxlabel(f"* oracle 0: even the true handoff leaves {who} no repair on this task "
                       "(a revert deletes a file\nthe hidden tests need), so its gaps say "
                       "nothing about phase 1", fontsize="small")
+    return fig
+
+
+def localisation_vs_score(frame, value: str = "final", *,
+                          policies: Sequence[str] | None = None, jitter_seed: int = 0):
+    """Localisation against ``value``, one point per episode and one colour per policy.
+
+    Two panels: phase-1 localisation (``1 / culprit_rank``) and phase-2 localisation (the share
+    of bad commit diffed, bad file read, bad file edited, bad function edited), from
+    :func:`srelib.localisation.localisation_scores`; points are jittered a little so equal
+    episodes stay visible. Two agents that both fail to repair part here when one found the
+    bad code and the other never opened it.
+    """
+    import numpy as np
+
+    from srelib.localisation import localisation_scores
+
+    policies = _levels(frame, "policy", policies)
+    colours = policy_colours(policies)
+    scores = localisation_scores(frame)
+    rng = np.random.default_rng(jitter_seed)
+    fig, axes = _figure(width=11.0, height=4.6, ncols=2)
+    labels = {"phase1": "phase-1 localisation (1 / culprit's rank among services checked)",
+              "phase2": "phase-2 localisation (share of commit, file read, file edited, "
+                        "function edited)"}
+    for ax, phase in zip(axes, ("phase1", "phase2")):
+        for policy in policies:
+            rows = (frame["policy"] == policy) & scores[phase].notna() & frame[value].notna()
+            x, y = scores.loc[rows, phase].to_numpy(float), frame.loc[rows, value].to_numpy(float)
+            ax.scatter(x + rng.uniform(-0.02, 0.02, x.size), y + rng.uniform(-0.01, 0.01, y.size),
+                       s=14, alpha=0.6, color=colours[policy], label=f"{policy} ({x.size})")
+        ax.set_xlim(-0.06, 1.06)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel(labels[phase], fontsize="small")
+        ax.set_ylabel(_label(value))
+        ax.grid(alpha=0.3)
+    axes[0].set_title("Phase 1: how soon the culprit was checked")
+    axes[1].set_title("Phase 2: how close the agent came to the bad code")
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, title="policy (episodes)", loc="outside right upper",
+               frameon=False)
+    fig.suptitle(f"Localisation against {_label(value)}, one point per episode\n"
+                 f"{_sample_note(frame, policies)}")
+    return fig
+
+
+def repair_ladder(table):
+    """The repair ladder from :func:`srelib.ceiling.summarize_ladder`: the share repaired in full
+    per rung (bars, bootstrap CIs), one panel per suite, each real policy's share as a
+    horizontal line placed on the ladder."""
+    import numpy as np
+
+    suites = list(dict.fromkeys(table["suite"]))
+    fig, axes = _figure(width=min(18.0, 4.6 * len(suites) + 2), height=4.6, ncols=len(suites))
+    axes = np.atleast_1d(axes)
+    others = list(dict.fromkeys(table.loc[table["kind"] != "rung", "policy"]))
+    colours = policy_colours(others)
+    for ax, suite in zip(axes, suites):
+        rows = table[table["suite"] == suite]
+        rungs = rows[rows["kind"] == "rung"]
+        xs = np.arange(len(rungs))
+        _bars_with_ci(ax, xs, rungs["full"], rungs["full_low"], rungs["full_high"], 0.8,
+                      "#BBBBBB", None)
+        for _, row in rows[rows["kind"] != "rung"].iterrows():
+            ax.axhline(row["full"], color=colours[row["policy"]], linewidth=2,
+                       linestyle="--" if row["kind"] == "joint" else "-",
+                       label=f"{row['policy']} ({row['kind']})")
+        ax.set_xticks(xs, [f"+ {p.removeprefix('rung:')}" if i else "oracle belief"
+                           for i, p in enumerate(rungs["policy"])], rotation=30, ha="right")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("share repaired in full")
+        ax.set_title(f"{suite}\nn = {_n_range(rows['n'])} episodes per bar or line")
+        ax.grid(axis="y", alpha=0.3)
+    handles, names = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, names, loc="outside right upper", frameon=False, fontsize="small")
+    fig.suptitle("Repair ladder: each rung knows one more piece of the answer")
     return fig
 
 

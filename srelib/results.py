@@ -21,9 +21,10 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from srelib.env.actions import PARSE_ERROR
+from srelib.localisation import LOCALISATION_COLUMNS, PARTIAL_REPAIR, partial_repair
 from srelib.redact import scrub_secrets
 
 try:
@@ -39,8 +40,13 @@ KEY_COLUMNS = ("policy", "task", "pool", "mode", "seed")
 #: Score components in the order of ``grading.WEIGHTS`` (see docs/CONTRACTS.md, Scores).
 COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
 #: Columns of the frames that :func:`load_run` and :func:`srelib.evaluate` return.
-COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", "p1_steps", "p2_steps",
-           "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s", "wall_s", "error")
+COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", *PARTIAL_REPAIR, "p1_steps",
+           "p2_steps", "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s",
+           "wall_s", "error", "oracle",
+           *LOCALISATION_COLUMNS)  # analysis columns (srelib.localisation), never in the reward
+#: Episode fields that no replay can check: what the policy cost, the text of its failure, and
+#: whether it was handed the answer. ``run.json`` lists them under ``unverifiable``.
+UNVERIFIABLE = ("tokens", "latency_s", "wall_s", "error", "oracle")
 _VERSIONED = ("srelib", "numpy", "pandas", "matplotlib", "tqdm", "openai", "transformers", "torch")
 
 
@@ -53,6 +59,8 @@ class Episode:
     null-handoff repair value was given. ``tokens`` and ``latency_s`` are None for policies that
     do not record usage. ``error`` holds the traceback of a policy or environment exception
     that ended the episode early (``ended_by`` ``"policy_error"`` or ``"env_error"``).
+    ``task`` is the task's opaque id (:mod:`srelib.env.task_ids`); ``oracle`` is True when the
+    policy was handed the answer (:mod:`srelib.policies.oracle`).
     """
 
     policy: str
@@ -71,11 +79,22 @@ class Episode:
     ended_by: str | None = None
     wall_s: float = 0.0
     error: str | None = None
+    oracle: bool = False
 
     @property
     def key(self) -> tuple:
         """``(policy, task, pool, mode, seed)``: what resume and de-duplication compare."""
         return tuple(getattr(self, k) for k in KEY_COLUMNS)
+
+    @property
+    def public_task(self) -> str:
+        """The task as tables show it: a classic task's name, else its opaque id."""
+        from srelib.env.task_ids import public_name
+
+        try:
+            return public_name(self.task)
+        except ValueError:  # an episode of a task this srelib does not know
+            return self.task
 
     @property
     def final(self) -> float | None:
@@ -104,6 +123,12 @@ class Episode:
         return (f"Episode(task={self.task}, pool={self.pool}, seed={self.seed}, "
                 f"policy={self.policy}, final={final}, steps={len(self.steps)}{error})")
 
+    def localisation(self) -> dict[str, Any]:
+        """The episode's localisation columns (:mod:`srelib.localisation`; analysis only)."""
+        from srelib.localisation import localisation
+
+        return localisation(self.task, self.mode, self.steps)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -123,15 +148,28 @@ class Episode:
         return cls.from_dict(json.loads(text))
 
     def row(self) -> dict[str, Any]:
-        """The episode as one flat row of the results frame (see :data:`COLUMNS`)."""
+        """The episode as one flat row of the results frame (see :data:`COLUMNS`); the task is
+        shown by :attr:`public_task`."""
         score = self.score or {}
         p1, p2 = self.phase_steps
-        values = {**{k: getattr(self, k) for k in KEY_COLUMNS}, "final": self.final,
+        values = {**{k: getattr(self, k) for k in KEY_COLUMNS}, "task": self.public_task,
+                  "final": self.final,
                   **{c: score.get(c) for c in COMPONENTS}, "r_cross": self.r_cross,
                   "resolved": (score.get("patch") or {}).get("resolved"),  # full, partial, no
+                  **partial_repair(score),  # SWE-bench's partial measures
                   "p1_steps": p1, "p2_steps": p2}
-        values.update({k: getattr(self, k) for k in COLUMNS if k not in values})
+        located = self.localisation()
+        values.update({k: located[k] if k in located else getattr(self, k)
+                       for k in COLUMNS if k not in values})
         return values
+
+
+def plan_digest(keys: Iterable) -> str:
+    """The digest of a planned grid: SHA-256 of its episode keys, sorted, as JSON."""
+    import hashlib
+
+    rows = sorted(json.dumps(list(k), separators=(",", ":")) for k in keys)
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
 def count_parse_failures(trajectory: list[dict]) -> int:
@@ -147,7 +185,7 @@ def frame_from_episodes(episodes) -> "Any":
 
     frame = pd.DataFrame([e.row() for e in episodes], columns=list(COLUMNS))
     frame = frame.astype({"p1_steps": int, "p2_steps": int, "parse_failures": int,
-                          "terminated": bool, "truncated": bool})
+                          "terminated": bool, "truncated": bool, "oracle": bool})
     order = frame.sort_values(list(KEY_COLUMNS), na_position="first", kind="stable").index
     return frame.loc[order].reset_index(drop=True)
 
@@ -170,6 +208,7 @@ class RunStore:
         self.path.mkdir(parents=True, exist_ok=True)
         self.episodes_path = self.path / EPISODES_FILE
         self.done: set[tuple] = set()
+        self.resumed = resume
         self._read_to = (None, 0)  # (inode, offset) of the file read so far
         with self._locked():
             if not resume:
@@ -178,10 +217,12 @@ class RunStore:
                 self._rewrite_if_damaged()
             self._catch_up()
 
-    def write_config(self, config: dict[str, Any]) -> None:
+    def write_config(self, config: dict[str, Any], plan: Iterable[tuple] | None = None) -> None:
         """Write ``run.json``: the config with secrets redacted, package versions, git revision,
         the isolation level patch grading ran under, the sandbox mode (``"unsafe"``: opted in to a
-        weak level) and whether its verdicts are ``verified`` (kept on resume)."""
+        weak level) and whether its verdicts are ``verified`` (kept on resume); the planned grid
+        (``plan``: episode keys, added to those planned before when resuming) with its digest;
+        and the episode fields no replay can check (:data:`UNVERIFIABLE`)."""
         from srelib.env.sandbox import HOLDING_LEVELS, isolation_level, sandbox_mode
         from srelib.redact import redact
 
@@ -194,7 +235,13 @@ class RunStore:
                       "isolation": isolation_level(), "sandbox": sandbox_mode(),
                       "verified": isolation_level() in HOLDING_LEVELS,
                       "created": previous.get("created", now),
-                      "started": [*previous.get("started", []), now]}
+                      "started": [*previous.get("started", []), now],
+                      "unverifiable": list(UNVERIFIABLE)}
+            planned = [*((previous.get("plan") or {}).get("episodes", []) if self.resumed else []),
+                       *([list(key) for key in plan] if plan is not None else [])]
+            if planned:
+                unique = list({json.dumps(k): k for k in planned}.values())
+                record["plan"] = {"episodes": unique, "digest": plan_digest(unique)}
             _replace(run_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
     def append(self, episode: Episode) -> bool:
@@ -337,20 +384,20 @@ def load_run(path: str | os.PathLike, verify: bool = False):
     """The episodes of a run directory (or of its ``episodes.jsonl``) as a tidy DataFrame,
     one row per episode.
 
-    ``verify=True`` first replays every episode through the seeded environment
-    (:func:`srelib.verify_episode`) and raises ``ValueError`` naming those whose records or
-    score do not match: use it whenever saved results are compared.
+    ``verify=True`` first checks the run against its manifest's planned grid and replays every
+    episode through the seeded environment (:func:`srelib.verify.verify_run`); it raises
+    ``ValueError`` naming each missing, extra or changed episode: use it whenever saved results
+    are compared.
     """
     episodes = load_episodes(path)
     if verify:
-        from srelib.verify import verify_episode
+        from srelib.verify import verify_run
 
-        failed = [(e.key, check.problems[0]) for e in episodes
-                  if not (check := verify_episode(e)).ok]
-        if failed:
-            shown = "; ".join(f"{key}: {problem}" for key, problem in failed[:3])
-            raise ValueError(f"{len(failed)} of {len(episodes)} episodes in {path} do not replay "
-                             f"to what is stored: {shown}")
+        problems = verify_run(run_directory(path), episodes)
+        if problems:
+            shown = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
+            raise ValueError(f"{len(problems)} of {len(episodes)} episodes in {path} do not replay "
+                             f"to what is stored or planned: {shown}")
     return frame_from_episodes(episodes)
 
 

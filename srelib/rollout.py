@@ -19,6 +19,7 @@ from srelib.episode import EpisodeRun, EpisodeSpec, drive, episode_steps
 from srelib.executors import RayExecutor, run_on, run_unit, work_units
 from srelib.policies import base as policy_base
 from srelib.policies.base import call_reset, supports_batch
+from srelib.policies.oracle import needs_answer
 from srelib.policies.specs import describe, instantiate
 from srelib.results import Episode, RunStore, count_parse_failures, frame_from_episodes, iter_episodes
 from srelib.usage import usage_mark, usage_since
@@ -67,36 +68,48 @@ def run_episode(env: Any, policy: Any, task: str | None = None, pool: str | None
     run = drive(episode_steps(env, spec, max_steps=max_steps), choose)
     tokens, latency = usage_since(policy, mark)
     return episode_record(env, run, name, null_repair, tokens, latency,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, oracle=needs_answer(policy))
 
 
 def episode_record(env: Any, run: EpisodeRun, policy_name: str,
                    null_repair: Mapping[str, float] | None, tokens: int | None,
-                   latency: float | None, wall_s: float) -> Episode:
+                   latency: float | None, wall_s: float, *, oracle: bool = False) -> Episode:
     """The :class:`Episode` of a finished run: its trajectory, score (graded here when the run
-    ended before the environment did) and costs. A run whose reset failed has no steps and no
-    score."""
+    ended before the environment did) and costs; ``oracle`` when the policy was handed the
+    answer. A run whose reset failed has no steps and no score."""
     from srelib.env.grading import r_cross, score_trajectory
+    from srelib.env.task_ids import by_task
 
     spec, info = run.spec, run.info
     if not info:  # reset failed: nothing was played
-        return Episode(policy=policy_name, task=str(spec.task), pool=spec.pool, mode=spec.mode,
-                       seed=int(spec.seed or 0), error=run.error, ended_by=run.ended_by,
-                       wall_s=round(wall_s, 6))
+        return Episode(policy=policy_name, task=_stored_id(spec.task), pool=spec.pool,
+                       mode=spec.mode, seed=int(spec.seed or 0), error=run.error,
+                       ended_by=run.ended_by, wall_s=round(wall_s, 6), oracle=oracle)
     task = info["task"]
     trajectory = copy.deepcopy(env.trajectory)
     score = info.get("score") if (run.terminated or run.truncated) else None
     if score is None:
         score = score_trajectory(task, spec.mode, trajectory)
     cross = None
-    if null_repair is not None and task in null_repair and score.get("repair") is not None:
-        cross = float(r_cross(score["repair"], null_repair[task]))
+    null = None if null_repair is None else by_task(null_repair, task)
+    if null is not None and score.get("repair") is not None:
+        cross = float(r_cross(score["repair"], null))
     return Episode(policy=policy_name, task=task, pool=info["pool"], mode=info["mode"],
                    seed=info["seed"], steps=trajectory, score=score, r_cross=cross,
                    parse_failures=count_parse_failures(trajectory), tokens=tokens,
                    latency_s=latency, terminated=bool(run.terminated),
                    truncated=bool(run.truncated), ended_by=run.ended_by,
-                   wall_s=round(wall_s, 6), error=run.error)
+                   wall_s=round(wall_s, 6), error=run.error, oracle=oracle)
+
+
+def _stored_id(task: Any) -> str:
+    """The opaque id stored for a task that never started (kept as given if it names none)."""
+    from srelib.env.task_ids import task_id
+
+    try:
+        return task_id(str(task))
+    except ValueError:
+        return str(task)
 
 
 @dataclass(frozen=True)
@@ -132,11 +145,12 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     ``tasks="all"`` takes every classic task of each pool; otherwise ``tasks`` is a task spec
     (ids, suite names such as ``"generated"`` or ``"generated:heldout"``, or a list of them)
     and each pool keeps the tasks of its split (pool None keeps every task). ``seeds`` is a
-    count (``range(seeds)``) or explicit seeds.
+    count (``range(seeds)``) or explicit seeds. Jobs name tasks by their opaque ids.
     """
     from srelib.env.catalog import resolve_tasks
     from srelib.env.pools import POOLS
     from srelib.env.scenarios import TASKS
+    from srelib.env.task_ids import task_id
 
     EpisodeSpec.resolve(mode=mode)  # an unknown mode fails before anything else
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
@@ -151,7 +165,7 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     for name in policy_names:
         for pool in pools:
             for task in (t for t in wanted if pool is None or POOLS[pool].accepts(t)):
-                jobs.extend(EpisodeJob.of(name, EpisodeSpec.resolve(task, pool, mode, s))
+                jobs.extend(EpisodeJob.of(name, EpisodeSpec.resolve(task_id(task), pool, mode, s))
                             for s in seed_list)
     if not jobs:
         raise ValueError(f"no episodes: tasks {wanted} are in none of the pools {pools}")
@@ -207,7 +221,7 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     store = RunStore(out, resume=resume) if out is not None else None
     if store is not None:
         store.write_config(_run_config(policies, tasks, pools, seeds, mode, max_steps,
-                                       null_repair, workers))
+                                       null_repair, workers), plan=[j.key for j in jobs])
     todo = [j for j in jobs if store is None or j.key not in store.done]
     finished: list[Episode] = []
     with progress_bar(total=len(jobs), initial=len(jobs) - len(todo), desc="episodes",

@@ -10,6 +10,10 @@ its cap on concurrent sessions and its idle-session reaper. srelib adds:
 * HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
   WebSocket; they count against the same cap and time out the same way, and each is opened by
   the token ``POST /sessions`` returns (header ``X-Session-Token``: another client gets 404);
+* ``/metadata`` with srelib's name, version, description, the action and observation schemas
+  and the reward range (:data:`srelib.env.core.REWARD_RANGE`);
+* the actions as MCP tools on OpenEnv's ``/mcp`` route, with MCP's session handshake, so a
+  standard MCP client connects (:mod:`srelib.server_mcp`);
 * :mod:`srelib.server_guard`: malformed WebSocket frames get an error reply, and no client
   attaches to or closes another's session through ``/ws`` or ``/mcp``; integers are strict
   (``"seed": true`` or ``"7"``: 422).
@@ -32,6 +36,7 @@ try:
     from openenv.core.env_server import (Action, ConcurrencyConfig, Environment, HTTPEnvServer,
                                          Observation, SessionCapacityError, State,
                                          serialize_observation)
+    from openenv.core.env_server.types import EnvironmentMetadata
     from fastapi import Request  # resolved by FastAPI from this module's names
 except ModuleNotFoundError as exc:  # the serve extra is not installed
     raise ModuleNotFoundError(f"srelib serve and RemoteEnv need OpenEnv ({exc}): "
@@ -43,6 +48,7 @@ from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, Act
 from srelib.env.core import IncidentEnv
 from srelib.env.types import Status
 from srelib.server_guard import Clients, Guard, client_host, timed_http
+from srelib.server_mcp import McpLifecycle
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
@@ -206,6 +212,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         self._env: IncidentEnv | None = IncidentEnv()
         self._info: dict = {}
         self._episode_id: str | None = None
+        self._mcp = None
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
               task: Optional[str] = None, pool: Optional[str] = None,
@@ -243,6 +250,20 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
     def close(self) -> None:
         self._env = None
 
+    def get_metadata(self) -> "SreMetadata":
+        """srelib's name, version and description, the schemas and the reward range."""
+        return metadata()
+
+    @property
+    def mcp_server(self):
+        """The actions as MCP tools on this session (:mod:`srelib.server_mcp`), built on
+        first use; OpenEnv's ``/mcp`` route serves them."""
+        if self._mcp is None:
+            from srelib.server_mcp import action_tools
+
+            self._mcp = action_tools(self)
+        return self._mcp
+
     def _open_env(self) -> IncidentEnv:
         if self._env is None:
             raise SessionClosedError("this session was closed (idle for too long, or the server "
@@ -254,6 +275,31 @@ def _observation(obs: dict, reward, terminated: bool, truncated: bool, info: dic
     fields = {k: v for k, v in obs.items() if k != "done"}
     return SreObservation(**fields, done=bool(obs.get("done")), reward=reward,
                           terminated=bool(terminated), truncated=bool(truncated), info=info)
+
+
+class SreMetadata(EnvironmentMetadata):
+    """OpenEnv's metadata plus what a client needs to act: the action and observation JSON
+    schemas and the range every step reward lies in."""
+
+    action_schema: Dict[str, Any]
+    observation_schema: Dict[str, Any]
+    reward_range: List[float]
+
+
+def metadata() -> SreMetadata:
+    """What ``GET /metadata`` returns (the manifest's name and version, pyproject's
+    description)."""
+    import srelib
+    from srelib.env.core import REWARD_RANGE
+
+    return SreMetadata(
+        name="srelib", version=srelib.__version__,
+        description=("A notebook workbench for studying LLM agents on SRE incidents: an incident "
+                     "in seven services to diagnose (phase 1), then the culprit service's code "
+                     "to patch (phase 2)."),
+        action_schema=SreAction.model_json_schema(),
+        observation_schema=SreObservation.model_json_schema(),
+        reward_range=list(REWARD_RANGE))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,10 +349,13 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
                                max_concurrent_envs=max_sessions, session_timeout=idle_timeout))
     app = FastAPI(title="srelib incident environment", version=srelib.__version__,
                   description="SRE incidents for LLM agents, served over OpenEnv's protocol.")
+    # registered before OpenEnv's routes, so it answers /metadata with the schemas
+    app.get("/metadata", tags=["Environment Info"], summary="Get environment metadata")(metadata)
     server.register_routes(app, mode="simulation")
     clients = Clients(max_per_client)
     _add_sessions(app, server, idle_timeout, clients)
     app.add_middleware(Guard, clients=clients, live=lambda session: session in server._sessions)
+    app.add_middleware(McpLifecycle, server=server, clients=clients)
     app.state.openenv_server = server
     return app
 

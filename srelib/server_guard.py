@@ -181,7 +181,7 @@ class Guard:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > MAX_BODY:
-                return await _respond(send, 413, {"detail": f"bodies over {MAX_BODY} bytes"})
+                return await respond_json(send, 413, {"detail": f"bodies over {MAX_BODY} bytes"})
         try:
             request = json.loads(body)
         except (ValueError, RecursionError):
@@ -189,7 +189,7 @@ class Guard:
         token = dict(scope.get("headers") or []).get(b"x-session-token", b"").decode(errors="replace")
         refusal = self._refusal(scope["path"], request, token)
         if refusal:
-            return await _respond(send, *refusal)
+            return await respond_json(send, *refusal)
         replayed = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def replay():
@@ -198,11 +198,12 @@ class Guard:
         return await self.app(scope, replay, send)
 
 
-async def _respond(send: Callable, status: int, content: dict) -> None:
+async def respond_json(send: Callable, status: int, content: dict, headers=()) -> None:
+    """Answer an HTTP request with ``content`` as JSON (and any extra ``headers``)."""
     data = json.dumps(content).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(data)).encode())]})
+                            (b"content-length", str(len(data)).encode()), *headers]})
     await send({"type": "http.response.body", "body": data})
 
 

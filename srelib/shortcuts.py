@@ -11,11 +11,12 @@ and reports its hit rate; the project keeps every rule at or below ``MAX_HIT_RAT
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
 from srelib.env.actions import SERVICES, ActionType
+from srelib.env.infra import DEPLOY_NOTES
 from srelib.env.pools import POOLS
 from srelib.env.repos import load_repo
 from srelib.env.scenarios import TASKS, get_scenario
@@ -50,10 +51,13 @@ class Evidence:
     deploys: dict  # service -> check_deploy_history deploys, oldest first
     metrics: dict  # service -> check_metrics points, oldest first
     commits: tuple  # get_git_log entries as dicts (sha, author, date, message, files, diff), newest first
+    logs: dict = field(default_factory=dict)  # service -> query_logs lines at the page
+    severity: str = ""
 
 
 def gather(task: str, seed: int) -> Evidence:
-    """Play ``view_alerts`` then every service's deploy history and metrics in a fresh episode."""
+    """Play ``view_alerts`` then every service's deploy history, metrics and logs in a fresh
+    episode."""
     from srelib.env.core import IncidentEnv
 
     pool = next((name for name, p in POOLS.items() if task in p.tasks and not p.oracle_handoff), None)
@@ -67,11 +71,12 @@ def gather(task: str, seed: int) -> Evidence:
     alerts = tuple(run(ActionType.VIEW_ALERTS)["alerts"])
     deploys = {s: run(ActionType.CHECK_DEPLOY_HISTORY, s)["deploys"] for s in SERVICES}
     metrics = {s: run(ActionType.CHECK_METRICS, s)["metrics"] for s in SERVICES}
+    logs = {s: run(ActionType.QUERY_LOGS, s)["logs"] for s in SERVICES}
     repo = load_repo(get_scenario(task).repo)
     commits = tuple({"sha": c.sha, "author": c.author, "date": c.date, "message": c.message,
                      "files": c.files, "diff": c.diff} for c in repo.commits)
     return Evidence(task, seed, obs["incident_title"], obs["incident_summary"], alerts, deploys,
-                    metrics, commits)
+                    metrics, commits, logs, obs["severity"])
 
 
 def _when(timestamp: str) -> datetime:
@@ -115,13 +120,32 @@ def most_alerts_service(ev: Evidence) -> str | None:
 
 def first_summary_service(ev: Evidence) -> str | None:
     """The service the incident summary (or, failing that, the title) names first."""
-    for text in (ev.summary, ev.title):
-        low = text.lower()
-        hits = [(m.start(), s) for s in SERVICES
-                for m in re.finditer(rf"\b{s.replace('_', '[ _]')}\b", low)]
-        if hits:
-            return min(hits)[1]
-    return None
+    return next((named[0] for named in map(_services_named, (ev.summary, ev.title)) if named), None)
+
+
+def _services_named(text: str) -> list[str]:
+    low = text.lower()
+    hits = sorted((m.start(), s) for s in SERVICES for m in re.finditer(rf"\b{s.replace('_', '[ _]')}\b", low))
+    return [s for _, s in hits]
+
+
+def last_summary_service(ev: Evidence) -> str | None:
+    """The service the incident summary names last."""
+    named = _services_named(ev.summary)
+    return named[-1] if named else None
+
+
+def off_stock_note_service(ev: Evidence) -> str | None:
+    """The first service whose newest deploy note is not one of the stock notes of routine
+    deploys (``infra.DEPLOY_NOTES``)."""
+    return next((s for s in SERVICES if ev.deploys.get(s) and
+                 max(ev.deploys[s], key=lambda d: d["timestamp"])["description"] not in DEPLOY_NOTES), None)
+
+
+def initial_release_service(ev: Evidence) -> str | None:
+    """The first service whose deploy history opens with an "Initial ..." release."""
+    return next((s for s in SERVICES if ev.deploys.get(s)
+                 and ev.deploys[s][0]["description"].startswith("Initial")), None)
 
 
 def largest_jump_service(ev: Evidence) -> str | None:
@@ -157,6 +181,12 @@ def summary_keyword_fault(ev: Evidence) -> str | None:
     return _keyword_fault(f"{ev.title} {ev.summary}")
 
 
+def reported_fault(ev: Evidence) -> str | None:
+    """No fault when the incident is filed as SEV3 or its title is a "User report"."""
+    reported = ev.severity == "SEV3" or ev.title.lower().startswith(("user report", "report:"))
+    return "none" if reported else None
+
+
 def first_alert_fault(ev: Evidence) -> str | None:
     """The fault class the first alert's rule suggests (memory alert -> memory leak, ...)."""
     return _ALERT_FAULT.get(ev.alerts[0]["rule_name"]) if ev.alerts else None
@@ -186,6 +216,16 @@ def largest_commit(ev: Evidence) -> str | None:
     return max(later, key=size)["sha"] if later else None
 
 
+def unchanged_elsewhere_commit(ev: Evidence) -> str | None:
+    """The commit whose body says the rest "otherwise behaves as before"."""
+    return next((c["sha"] for c in ev.commits if "otherwise behaves as before" in c["message"]), None)
+
+
+def third_oldest_commit(ev: Evidence) -> str | None:
+    """The third-oldest commit."""
+    return ev.commits[-3]["sha"] if len(ev.commits) >= 3 else None
+
+
 def newest_deploy_commit(ev: Evidence) -> str | None:
     """The commit the most recent deploy of any service shipped."""
     found = _newest_deploy(ev)
@@ -207,15 +247,21 @@ RULES: tuple[Rule, ...] = (
     Rule("most alerts", "service", most_alerts_service),
     Rule("first service in the summary", "service", first_summary_service),
     Rule("largest metric jump", "service", largest_jump_service),
+    Rule("last service in the summary", "service", last_summary_service),
+    Rule("newest deploy note off the stock list", "service", off_stock_note_service),
+    Rule("history opens with an Initial release", "service", initial_release_service),
     Rule("newest-deploy description keywords", "fault_class", deploy_keyword_fault),
     Rule("recent-deploy description keywords", "fault_class", recent_deploys_keyword_fault),
     Rule("summary keywords", "fault_class", summary_keyword_fault),
     Rule("first alert's rule", "fault_class", first_alert_fault),
+    Rule("SEV3 or a user report means no fault", "fault_class", reported_fault),
     Rule("newest commit", "bad_commit", newest_commit),
     Rule("newest release-tagged commit", "bad_commit", newest_tagged_commit),
     Rule("newest non-trivial commit", "bad_commit", newest_substantive_commit),
     Rule("largest commit", "bad_commit", largest_commit),
     Rule("commit of the newest deploy", "bad_commit", newest_deploy_commit),
+    Rule("body says it otherwise behaves as before", "bad_commit", unchanged_elsewhere_commit),
+    Rule("third-oldest commit", "bad_commit", third_oldest_commit),
 )
 
 

@@ -94,11 +94,15 @@ def family_sample(per_family: int | None = 2, seed: int = 0, report=None) -> lis
 
 
 def with_family(frame, report=None):
-    """The frame's episodes on generated tasks, with the task's ``family`` and ``split`` added."""
+    """The frame's episodes on generated tasks (named by their opaque ids, as frames name them,
+    or by their names), with the task's ``family`` and ``split`` added."""
+    from srelib.env.task_ids import id_of_name
+
     report = _report(report)
-    rows = frame[frame["task"].isin(list(report.tasks))]
-    return rows.assign(family=rows["task"].map(lambda t: report.tasks[t].family),
-                       split=rows["task"].map(lambda t: report.tasks[t].split))
+    cards = {**report.tasks, **{id_of_name(t): info for t, info in report.tasks.items()}}
+    rows = frame[frame["task"].isin(list(cards))]
+    return rows.assign(family=rows["task"].map(lambda t: cards[t].family),
+                       split=rows["task"].map(lambda t: cards[t].split))
 
 
 def family_scores(frame, value: str = "final", report=None):

@@ -9,7 +9,9 @@ Each row: ``policy, task, pool, mode, seed, phase, step``; ``prompt``, the chat 
 policy saw before acting, and ``completion``, the assistant turn that answers with the action
 (TRL's conversational prompt-completion format; with ``tool_turns=True`` a ``tool_calls``
 message, as in the GRPO rollouts); ``action``, the action as a JSON string (one
-schema for every row); ``valid``; ``reward``, the step's; ``score``, the episode's final.
+schema for every row); ``valid``; ``reward``, the step's; ``score``, the episode's final;
+``localisation``, the episode's localisation columns (:mod:`srelib.localisation`, analysis
+only: never a reward).
 :func:`to_dataset` makes a Hugging Face ``datasets.Dataset`` of them, with each tool call's
 arguments as JSON text (OpenAI's form, which the tool chat format renders the same): Arrow would
 otherwise merge every call's arguments into one struct and give each call the others' fields
@@ -23,7 +25,7 @@ import os
 from typing import Any, Iterable, Iterator
 
 ROW_FIELDS = ("policy", "task", "pool", "mode", "seed", "phase", "step", "prompt",
-              "completion", "action", "valid", "reward", "score")
+              "completion", "action", "valid", "reward", "score", "localisation")
 
 
 def action_text(action: dict) -> str:
@@ -46,6 +48,7 @@ def turn_rows(episodes: Iterable[Any], **transcript_options: Any) -> Iterator[di
         if not check:
             raise ValueError(f"{episode!r} does not replay: {'; '.join(check.problems)}")
         transcript = Transcript(**transcript_options)
+        located = episode.localisation()
         seen = check.first_observation
         for record, after in zip(episode.steps, check.observations):
             if int(record.get("step") or 0) > 0:  # pool B's automatic handoff: no agent turn
@@ -60,7 +63,7 @@ def turn_rows(episodes: Iterable[Any], **transcript_options: Any) -> Iterator[di
                                       else {"role": "assistant", "content": text}],
                        "action": text,
                        "valid": bool(record.get("valid")), "reward": float(record["reward"]),
-                       "score": episode.final}
+                       "score": episode.final, "localisation": dict(located)}
             seen = after
 
 

@@ -5,24 +5,37 @@ training-data export take the observations it recovers. :func:`verify_episode` r
 steps it through the recorded actions and compares every record the environment writes with
 the stored one, then re-grades the replayed trajectory and compares the score. An edited,
 appended or re-scored record shows up as a mismatch. ``srelib.load_run(path, verify=True)``
-runs it over a whole run. A replay shows that the records and score are what the environment
-produces for those actions; it cannot show which policy chose them. An invalid action changes
-nothing but the step count, so a record stored as invalid is replayed as an invalid step and
-its action and error text are not compared (the stored action is a bounded JSON copy of what
-the policy sent, which may no longer be malformed in the same way).
+runs it over a whole run (:func:`verify_run`), and checks the run's episodes against the grid
+its manifest planned. A replay shows that the records and score are what the environment
+produces for those actions; it cannot show which policy chose them.
+
+Every field of an episode is either checked or listed in ``results.UNVERIFIABLE`` (what the
+policy cost, the text of its failure, whether it was handed the answer). Checked: the task,
+pool, mode and seed (the replay's inputs, and the plan's), every record, the score, how the
+episode ended (``ended_by``, ``terminated``, ``truncated``: the replay's own ending, or a
+runner's ending the replay agrees with: the step cap reached, or a failure with its traceback;
+an episode with no ending at all is one stopped early, which a run never stores),
+the parse failures (counted from the records) and ``r_cross`` (recomputed from the run's
+``null_repair``).
+
+A record stored as invalid is replayed with its stored action, which must be invalid again.
+Its error text is compared when the record is a parse error (by its action or its error);
+otherwise the stored action is a bounded JSON copy of what the policy sent, which may fail in
+another way than the original object did. A parse error rewritten into an action therefore
+shows up: the rewritten action replays as valid, or its error is still a parse error's. One
+rewritten into another invalid action with that action's own error replays exactly as such an
+episode would; the parse-failure count is then what the records say.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from srelib.env.actions import PARSE_ERROR
 
-#: Fields of a record not compared when it was an invalid action (see the module doc).
-_INVALID_IGNORED = ("action", "error")
-_INVALID_STEP = {"action_type": PARSE_ERROR, "parameters": {"reason": "replay of an invalid action"}}
+_PARSE_MESSAGE = "Your reply could not be parsed as an action"
 
 
 @dataclass(frozen=True)
@@ -53,10 +66,19 @@ def _normal(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=repr))
 
 
+def _parse_error(record: dict) -> bool:
+    """Does the record say the policy's reply could not be parsed (by its action or error)?"""
+    action, error = record.get("action"), record.get("error")
+    return (isinstance(action, dict) and action.get("action_type") == PARSE_ERROR) or \
+        (isinstance(error, str) and error.startswith(_PARSE_MESSAGE))
+
+
 def _differences(stored: dict, replayed: dict) -> list[str]:
-    ignored = _INVALID_IGNORED if stored.get("valid") is False and not replayed.get("valid") else ()
-    keys = sorted((set(stored) | set(replayed)) - set(ignored))
-    return [k for k in keys if _normal(stored.get(k)) != _normal(replayed.get(k))]
+    keys = set(stored) | set(replayed)
+    if stored.get("valid") is False and replayed.get("valid") is False and \
+            not _parse_error(stored):
+        keys.discard("error")  # the stored copy of the policy's object may fail another way
+    return [k for k in sorted(keys) if _normal(stored.get(k)) != _normal(replayed.get(k))]
 
 
 def _as_seen(obs: dict, record: dict) -> dict:
@@ -69,9 +91,14 @@ def _as_seen(obs: dict, record: dict) -> dict:
             "action_message": f"Invalid action: {error}"}
 
 
-def verify_episode(episode: Any) -> Verification:
+def verify_episode(episode: Any, *, max_steps: int | None = None,
+                   null_repair: Mapping[str, float] | None = None) -> Verification:
     """Replay ``episode`` (an :class:`srelib.Episode` or its dict) through the seeded
-    environment and report whether its records and score match (see the module doc)."""
+    environment and report whether its records, ending, counts and score match (see the module
+    doc). ``max_steps`` and ``null_repair`` are the run's (``run.json``): an episode cut by the
+    step cap must have taken exactly ``max_steps`` actions (0: the run had no cap; None: not
+    known), and ``r_cross`` must follow from ``null_repair`` (``{}``: the run had none, so
+    ``r_cross`` must be None; None: not known, not checked)."""
     from srelib.env.core import IncidentEnv
     from srelib.env.grading import score_trajectory
     from srelib.episode import RUNNER_ENDINGS, EpisodeSpec, advance, episode_steps
@@ -101,10 +128,7 @@ def verify_episode(episode: Any) -> Verification:
             if run.done:
                 problems.append(f"record {i} comes after the episode ended")
                 break
-            action = record.get("action") if isinstance(record, dict) else None
-            if isinstance(record, dict) and record.get("valid") is False:
-                action = _INVALID_STEP
-            run = advance(steps, action)
+            run = advance(steps, record.get("action") if isinstance(record, dict) else None)
         if not isinstance(record, dict):
             problems.append(f"record {i} is not a dict")
             break
@@ -120,15 +144,111 @@ def verify_episode(episode: Any) -> Verification:
         problems.append(f"the replay has {len(env.trajectory) - len(stored)} record(s) the "
                         "episode lacks")
     records_match = not problems
-    done = run.terminated or run.truncated
-    if records_match and episode.ended_by not in RUNNER_ENDINGS and \
-            bool(episode.terminated or episode.truncated) != done:
-        problems.append(f"the episode says terminated={episode.terminated}, "
-                        f"truncated={episode.truncated}; the replay {'ended' if done else 'did not end'}")
+    if records_match:
+        problems += _ending_problems(episode, run, len(env.trajectory), max_steps)
     replayed = score_trajectory(episode.task, episode.mode, env.trajectory)
     score_match = episode.score is not None and _normal(episode.score) == _normal(replayed)
     if not score_match:
         stored_final = None if episode.score is None else episode.score.get("final")
         problems.append(f"stored score {stored_final} differs from the replayed {replayed['final']}")
+    problems += _count_problems(episode, replayed, null_repair)
     return Verification(not problems, records_match, score_match, tuple(problems), replayed,
                         first, tuple(observations))
+
+
+def _ending_problems(episode: Any, run: Any, records: int, max_steps: int | None) -> list[str]:
+    """How the episode says it ended, against the replay (``records``: the replay's count)."""
+    from srelib.episode import RUNNER_ENDINGS
+
+    said = (episode.ended_by, bool(episode.terminated), bool(episode.truncated))
+    if run.terminated or run.truncated:
+        ended = (run.ended_by, bool(run.terminated), bool(run.truncated))
+        return [] if said == ended else [f"the episode says it ended as {said}; the replay "
+                                         f"ended as {ended}"]
+    if said == (None, False, False):
+        return []  # an episode stopped before its end (verify_run refuses those in a run)
+    if episode.ended_by not in RUNNER_ENDINGS:
+        return [f"the episode says it ended as {said}; the replay did not end"]
+    if episode.ended_by == "max_steps":
+        taken = records - (episode.mode == "p2_only")  # pool B's handoff record is no action
+        if max_steps == 0:
+            return ["the episode says a step cap ended it; the run had no step cap"]
+        if said[1:] != (False, True) or (max_steps is not None and taken != max_steps):
+            return [f"the episode says the step cap ({max_steps}) ended it after {taken} "
+                    f"actions, as {said}"]
+        return []
+    if said[1:] != (False, False) or not episode.error:
+        return [f"the episode says it ended as {said} with no traceback to show for it"]
+    return []
+
+
+def _count_problems(episode: Any, replayed: dict, null_repair: Mapping | None) -> list[str]:
+    """The parse failures and ``r_cross`` the episode states, against its records and score."""
+    from srelib.env.grading import r_cross
+    from srelib.env.task_ids import by_task
+    from srelib.results import count_parse_failures
+
+    problems = []
+    counted = count_parse_failures([r for r in episode.steps if isinstance(r, dict)])
+    if episode.parse_failures != counted:
+        problems.append(f"the episode says {episode.parse_failures} parse failures; its records "
+                        f"hold {counted}")
+    if null_repair is None:  # not known: r_cross is not checked
+        return problems
+    null = by_task(null_repair, episode.task)
+    repair = replayed.get("repair")
+    expected = None if null is None or repair is None else float(r_cross(repair, null))
+    if _normal(episode.r_cross) != _normal(expected):
+        problems.append(f"the episode says r_cross={episode.r_cross}; the run's null_repair "
+                        f"gives {expected}")
+    return problems
+
+
+def verify_run(path: Any, episodes: list | None = None) -> list[str]:
+    """Every problem with the run directory ``path``: episodes the manifest planned that are
+    missing, episodes it did not plan, a plan that does not match its digest, and each episode
+    that does not replay (:func:`verify_episode` with the run's ``max_steps`` and
+    ``null_repair``). Episodes are named by their key, the task by its public name. Empty: the
+    run is what its manifest and the environment say it is."""
+    from srelib.results import load_config, load_episodes, plan_digest
+
+    episodes = load_episodes(path) if episodes is None else episodes
+    try:
+        record = load_config(path)
+    except (ValueError, OSError):  # no run.json, or one that is not JSON
+        record = {}
+    plan = record.get("plan")
+    if not isinstance(plan, dict) or not isinstance(plan.get("episodes"), list):
+        return [f"{path} has no planned grid in its manifest (run.json): only a run written "
+                "by srelib.evaluate can be checked for missing episodes"]
+    planned = [tuple(key) for key in plan["episodes"]]
+    problems = []
+    if plan.get("digest") != plan_digest(planned):
+        problems.append("the manifest's plan does not match its digest")
+    stored = {e.key: e for e in episodes}
+    problems += [f"{_name(key)}: planned but missing" for key in planned if key not in stored]
+    wanted = set(planned)
+    config = record.get("config") or {}
+    for key, episode in stored.items():
+        if key not in wanted:
+            problems.append(f"{_name(key)}: not in the plan")
+            continue
+        if episode.ended_by is None:
+            problems.append(f"{_name(key)}: stored before it ended")
+            continue
+        check = verify_episode(episode, max_steps=config.get("max_steps") or 0,
+                               null_repair=config.get("null_repair") or {})
+        if not check.ok:
+            problems.append(f"{_name(key)}: {check.problems[0]}")
+    return problems
+
+
+def _name(key: tuple) -> str:
+    """An episode key with its task as tables show it."""
+    from srelib.env.task_ids import public_name
+
+    try:
+        key = (key[0], public_name(key[1]), *key[2:])
+    except (ValueError, TypeError, IndexError):
+        pass
+    return repr(tuple(key))

@@ -404,7 +404,7 @@ class EpisodeStepper(_Displayable):
             self.run = advance(self._steps, first=True)
             self.last_action = None
             for policy in self._policies.values():
-                reset_policy(policy, self.seed_picker.value, self.task)
+                reset_policy(policy, self.seed_picker.value, self.run.task)  # the opaque id
             self._render()
             self._status(self._failure())
             return self.obs
@@ -475,7 +475,7 @@ class EpisodeStepper(_Displayable):
 
     def _ask(self, policy: Any) -> dict | None:
         try:
-            return policy(self.obs, self.obs.get("current_phase"), self.task)
+            return policy(self.obs, self.obs.get("current_phase"), self.run.task)
         except Exception as exc:  # a policy bug is shown, not raised into the event loop
             self._status(f"The policy raised {type(exc).__name__}: {exc}", error=True)
             return None
@@ -572,7 +572,7 @@ class TrajectoryViewer(_Displayable):
         final = (self.episode.get("score") or {}).get("final")
         score = f", final {final:.3f}" if isinstance(final, (int, float)) else ""
         return (f"TrajectoryViewer(policy={self.episode.get('policy')}, "
-                f"task={self.episode.get('task')}, pool={self.episode.get('pool')}, "
+                f"task={_shown(self.episode.get('task'))}, pool={self.episode.get('pool')}, "
                 f"seed={self.episode.get('seed')}, step {self.steps[self.index].get('step')}/"
                 f"{self._max_steps()}{score})")
 
@@ -605,3 +605,13 @@ class TrajectoryViewer(_Displayable):
         set_pane("belief", render.belief(*handoff(self.steps[:index + 1])))
         set_pane("score", render.score(self.episode.get("score")) if index == len(self.steps) - 1
                  else "")
+
+
+def _shown(task: Any) -> Any:
+    """A stored episode's task as people read it (a classic name, else the opaque id)."""
+    from srelib.env.task_ids import public_name
+
+    try:
+        return public_name(task)
+    except (ValueError, TypeError):
+        return task

@@ -116,8 +116,10 @@ def test_gpu_script_runs_tiny_on_cpu(tmp_path, tiny_model_dir):
 
 def test_gpu_training_script_runs_tiny_on_cpu(tmp_path):
     """The GPU recipe check (LoRA SFT, an episode, then GRPO on the same adapters, unquantised
-    and 4-bit) runs end to end on a tiny config, so a lent GPU's few minutes are not spent on a
-    broken script."""
+    and 4-bit, with bitsandbytes' CPU kernels standing in for CUDA's) runs end to end on a tiny
+    config, so a lent GPU's few minutes are not spent on a broken script, and the recipe keeps
+    its invariants: SFT trains LoRA adapters alone on a frozen base, GRPO trains those adapters
+    on against a frozen copy of them."""
     pytest.importorskip("trl")
     pytest.importorskip("bitsandbytes")
     done = subprocess.run(
@@ -134,6 +136,9 @@ def test_gpu_training_script_runs_tiny_on_cpu(tmp_path):
         assert [log["step"] for log in run["grpo"]] == [1]
         assert run["play"]["steps"] > 0
         assert 0 < run["sft"]["trainable_params"] == run["grpo_trainable_params"] < summary["params"]
+        recipe = run["recipe"]
+        assert recipe.pop("grpo_adapters") == ["default", "ref"]
+        assert all(recipe.values()), {k: v for k, v in recipe.items() if not v}
 
 
 def test_gpu_check_cuts_a_stage_at_its_limit_and_goes_on(tmp_path):

@@ -17,6 +17,7 @@ from srelib.env.pools import HELDOUT_TASKS, POOLS, TRAIN_TASKS
 from srelib.env.repos import load_repo
 from srelib.env.scenario_check import check_folder
 from srelib.env.scenarios import DATA_DIR, FOLDERS, TASKS
+from srelib.env.task_ids import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX_TASK = next(t for t in TASKS if FOLDERS[t].fix_files())
@@ -81,13 +82,15 @@ def test_unknown_ids_name_the_suites_and_example_ids(bad):
 
 def test_reset_draws_from_a_suite_within_the_pools_split_deterministically():
     env = srelib.IncidentEnv()
-    drawn = {env.reset(task="classic:heldout", pool="D", seed=s)[1]["task"] for s in range(12)}
-    assert drawn == set(HELDOUT_TASKS)
-    again = [env.reset(task="classic", pool="C", seed=s)[1]["task"] for s in range(12)]
+    def drawn(**kwargs):  # the drawn task's name, from the opaque id info holds
+        return resolve(env.reset(**kwargs)[1]["task"])
+
+    assert {drawn(task="classic:heldout", pool="D", seed=s) for s in range(12)} == set(HELDOUT_TASKS)
+    again = [drawn(task="classic", pool="C", seed=s) for s in range(12)]
     assert set(again) <= set(TRAIN_TASKS) and len(set(again)) > 1
-    assert again == [env.reset(task="classic", pool="C", seed=s)[1]["task"] for s in range(12)]
-    assert env.reset(task="classic", seed=3)[1]["task"] in TRAIN_TASKS  # no pool: train split
-    assert env.reset(task="classic:heldout", seed=3)[1]["task"] in HELDOUT_TASKS
+    assert again == [drawn(task="classic", pool="C", seed=s) for s in range(12)]
+    assert drawn(task="classic", seed=3) in TRAIN_TASKS  # no pool: train split
+    assert drawn(task="classic:heldout", seed=3) in HELDOUT_TASKS
     with pytest.raises(ValueError, match="no task in pool C"):
         env.reset(task="classic:heldout", pool="C", seed=0)
 
@@ -96,7 +99,7 @@ def test_reset_by_id_is_unchanged_by_the_catalog():
     """Naming a task keeps the seed stream of before: the pool's draw happens and is ignored."""
     env = srelib.IncidentEnv()
     obs, info = env.reset(task=TRAIN_TASKS[-1], pool="C", seed=5)
-    assert info["task"] == TRAIN_TASKS[-1]
+    assert info["task"] == srelib.task_id(TRAIN_TASKS[-1])
     with pytest.raises(ValueError, match="not in pool D"):
         env.reset(task=TRAIN_TASKS[0], pool="D", seed=5)
 
@@ -151,14 +154,14 @@ def test_pools_keep_their_meaning_over_generated_tasks(generated):
     assert [p for p in POOLS if POOLS[p].accepts(heldout)] == ["D"]
     env = srelib.IncidentEnv()
     for pool in "ABC":
-        assert env.reset(task=train, pool=pool, seed=2)[1]["task"] == train
+        assert env.reset(task=train, pool=pool, seed=2)[1]["task"] == srelib.task_id(train)
     with pytest.raises(ValueError, match="not in pool D"):
         env.reset(task=train, pool="D", seed=2)
     with pytest.raises(ValueError, match="not in pool C"):
         env.reset(task=heldout, pool="C", seed=2)
     obs, info = env.reset(task="generated", pool="D", seed=4)
-    assert info["task"] in list_tasks("generated", "heldout")
-    assert env.scenario.name == info["task"] and obs["current_phase"] == 1
+    assert resolve(info["task"]) in list_tasks("generated", "heldout")
+    assert srelib.task_id(env.scenario.name) == info["task"] and obs["current_phase"] == 1
 
 
 # ------------------------------------------------------------------ scenario folders

@@ -171,16 +171,24 @@ def test_killed_eval_resumes_to_a_complete_run_without_duplicates(tmp_path):
 
 def test_demo_writes_tables_and_plots(tmp_path):
     out = tmp_path / "results"
-    result = _srelib("demo", "--out", out, "--seeds", "1", "--workers", "2", "--no-progress")
+    result = _srelib("demo", "--out", out, "--seeds", "1", "--workers", "2", "--no-progress",
+                     "--generated-tasks", "2")
     assert result.returncode == 0, result.stderr
     read = {"keep_default_na": False, "na_values": [""]}  # "null" is a policy name, not NaN
     episodes = pd.read_csv(out / "episodes.csv", **read)
     assert set(episodes["policy"]) == {"null", "random", "oracle-random", "heuristic",
-                                       "heuristic-revert", "reference"}
+                                       "heuristic-revert", "heuristic-partial-revert", "reference"}
+    assert {"culprit_rank", "bad_file_edited"} <= set(episodes.columns)
     ceiling = pd.read_csv(out / "ceiling.csv", **read)
     assert {"oracle", "null", "heuristic"} <= set(ceiling["handoff"])
+    ladder = pd.read_csv(out / "ladder.csv", **read)
+    assert list(dict.fromkeys(ladder["suite"])) == ["classic:train", "classic:heldout",
+                                                    "generated:train", "generated:heldout"]
+    top = ladder[ladder.policy == "rung:patch"]
+    assert (top["full"] == 1).all() and (ladder.groupby("suite").size() == 9).all()
+    assert "No-answer baseline" in (out / "ceiling.md").read_text()
     for name in ("score_distributions", "components", "resolved", "paired_difference",
-                 "ceiling_gap"):
+                 "ceiling_gap", "repair_ladder", "localisation"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     assert "wall_s" not in episodes.columns  # timings would change the CSV on every run
     assert "Oracle-P1 ceiling" in result.stdout and "mean over tasks" in result.stdout

@@ -12,6 +12,8 @@ from srelib.env import actions as A
 from srelib.env.actions import SERVICES
 from srelib.env.grading import score_trajectory
 from srelib.env.pools import HELDOUT_TASKS, TRAIN_TASKS
+from srelib.env.task_ids import resolve
+from srelib.policies import call_reset
 
 OBS_KEYS = {
     "incident_title", "incident_summary", "severity", "current_phase", "time_elapsed_minutes",
@@ -50,7 +52,7 @@ def pool_tasks(pool):
 def test_every_task_in_every_pool_runs_a_scripted_episode(task, pool):
     env = srelib.IncidentEnv()
     obs, info = env.reset(task=task, pool=pool, seed=11)
-    assert info == {"task": task, "pool": pool, "mode": srelib.POOLS[pool].mode, "seed": 11,
+    assert info == {"task": srelib.task_id(task), "pool": pool, "mode": srelib.POOLS[pool].mode, "seed": 11,
                     "phase": 2 if pool == "B" else 1}
     sc = env.scenario
     if pool == "B":
@@ -103,10 +105,10 @@ def test_bad_input_to_reset_names_the_valid_choices():
 def test_seed_none_draws_and_reports_a_reproducible_seed():
     env = srelib.IncidentEnv()
     obs, info = env.reset(pool="C")
-    assert isinstance(info["seed"], int) and info["task"] in pool_tasks("C")
+    assert isinstance(info["seed"], int) and resolve(info["task"]) in pool_tasks("C")
     again, info2 = srelib.IncidentEnv().reset(pool="C", seed=info["seed"])
     assert again == obs and info2["task"] == info["task"]
-    tasks = {srelib.IncidentEnv().reset(pool="D", seed=s)[1]["task"] for s in range(20)}
+    tasks = {resolve(srelib.IncidentEnv().reset(pool="D", seed=s)[1]["task"]) for s in range(20)}
     assert tasks == set(pool_tasks("D"))
     assert srelib.IncidentEnv().reset(seed=3)[1]["mode"] == "joint"
 
@@ -127,6 +129,7 @@ def test_pool_a_has_no_transition_and_declare_ends_it():
 def test_joint_declarations_are_not_judged_when_made_and_the_last_one_counts():
     env = srelib.IncidentEnv()
     env.reset(task="aliased_fault", pool="C", seed=1)
+    act(env, "check_metrics", "queue")  # the evidence a declaration needs to earn credit
     right = {"root_cause": "queue cache thrash worker", "service": "queue", "fault_class": "cache_thrash"}
     wrong = {"root_cause": "database deadlock", "service": "database", "fault_class": "deadlock"}
     rewards = []
@@ -213,6 +216,7 @@ def test_the_return_of_every_episode_is_its_score_so_farming_loses():
         for task in ("memory_leak", "info_ordering", "circuit_breaker_noop"):
             env, policy = srelib.IncidentEnv(), make()
             obs, _ = env.reset(task=task, pool=pool_for(task), seed=4)
+            call_reset(policy, 4, task)  # the reference is handed its answer
             total = 0.0
             while not obs["done"]:
                 obs, reward, terminated, truncated, info = env.step(
@@ -231,7 +235,8 @@ def test_reset_refuses_a_task_outside_the_given_pool(pool):
     tasks = srelib.POOLS[pool].tasks
     for task in srelib.TASKS:
         if task in tasks:
-            assert srelib.IncidentEnv().reset(task=task, pool=pool, seed=0)[1]["task"] == task
+            assert srelib.IncidentEnv().reset(task=task, pool=pool, seed=0)[1]["task"] == \
+                srelib.task_id(task)
             continue
         with pytest.raises(ValueError, match=f"not in pool {pool}") as caught:
             srelib.IncidentEnv().reset(task=task, pool=pool, seed=0)
@@ -239,10 +244,11 @@ def test_reset_refuses_a_task_outside_the_given_pool(pool):
 
 
 def test_without_pool_or_task_reset_draws_only_train_tasks():
-    drawn = {srelib.IncidentEnv().reset(seed=s)[1]["task"] for s in range(60)}
+    drawn = {resolve(srelib.IncidentEnv().reset(seed=s)[1]["task"]) for s in range(60)}
     assert drawn == set(TRAIN_TASKS)
     held_out = HELDOUT_TASKS[0]
-    assert srelib.IncidentEnv().reset(task=held_out, seed=0)[1]["task"] == held_out  # asked for
+    assert srelib.IncidentEnv().reset(task=held_out, seed=0)[1]["task"] == \
+        srelib.task_id(held_out)  # asked for
 
 
 def test_invalid_actions_cost_a_step_not_a_minute_and_say_what_is_valid():

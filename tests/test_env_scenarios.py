@@ -276,7 +276,9 @@ def test_rollback_pops_history_and_cannot_be_repeated_for_free():
 
 
 def test_restart_relieves_only_briefly():
-    env, _ = fresh("memory_leak")
+    # a seed without an innocent deploy warming up a service orders calls (that slows orders too)
+    env = next(e for e, _ in (fresh("memory_leak", seed) for seed in range(20))
+               if not any(c.spec.id.endswith(":deploy_warmup") for c in e._infra.conditions))
     obs, reward, *_ = act(env, "restart_service", "orders")
     assert obs["service_statuses"]["orders"] == "healthy"
     obs = wait(env, RELIEF_MINUTES + 1)
@@ -392,7 +394,7 @@ def test_one_clock_for_metrics_logs_deploys_and_alerts(task):
     obs = act(env, "view_alerts")[0]
     alerts = obs["action_result"]["alerts"]
     assert len(alerts) == obs["active_alerts_count"]
-    assert [a["severity"] for a in alerts] == sorted((a["severity"] for a in alerts),
-                                                       key=lambda s: s != "critical")
+    ids = [a["alert_id"] for a in alerts]
+    assert len(set(ids)) == len(ids)  # in the episode's drawn order: not by service or severity
     now = act(env, "check_metrics", "cache")[0]["action_result"]["metrics"][-2]["timestamp"]
     assert all(a["firing_since"] <= now for a in alerts)

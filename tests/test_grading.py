@@ -9,7 +9,7 @@ import pytest
 
 from srelib.env.actions import SERVICES
 from srelib.env.belief import BeliefState
-from srelib.env.grading import (DIAGNOSIS_PARTS, EXTRA_NAME_COST, WEIGHTS, diagnosis_score,
+from srelib.env.grading import (DIAGNOSIS_PARTS, WEIGHTS, diagnosis_score,
                                 r_cross, repair_credit, score_trajectory)
 from srelib.env.pools import oracle_belief
 from srelib.env.repos import load_repo, unified_diff
@@ -49,9 +49,14 @@ def patch(diff):
     return rec(2, "propose_patch", effect={"diff": diff}, diff=diff)
 
 
+def viewed(task):
+    """The phase-1 step that views the culprit's deploy history (the evidence a declaration needs)."""
+    return rec(1, "check_deploy_history", get_scenario(task).root_cause_service)
+
+
 def perfect(task):
     s = get_scenario(task)
-    steps = [rec(1, "view_alerts")]
+    steps = [rec(1, "view_alerts"), viewed(task)]
     steps += [rec(1, r.split(":")[0], r.split(":")[1]) for r in s.required_remediation]
     steps += [declare(task), handoff(oracle_belief(s))]
     fix = load_repo(s.repo).fix_diff(task)
@@ -74,10 +79,13 @@ def test_a_perfect_episode_scores_one(task):
 def test_breakdown_shape_and_uncounted_components_are_none():
     score = score_trajectory("memory_leak", "p2_only", perfect("memory_leak")[-1:])
     assert set(score) == {"final", "diagnosis", "mitigation", "repair", "efficiency", "counted",
-                          "weights", "patch", "declared_no_change", "harmful_actions", "steps"}
+                          "weights", "patch", "declared_no_change", "harmful_actions", "steps",
+                          "fail_to_pass_rate", "pass_to_pass_rate"}
     assert score["counted"] == ["repair", "efficiency"]
     assert score["diagnosis"] is None and score["mitigation"] is None
     assert score["final"] == 1.0 and score["patch"]["resolved"] == "full"
+    assert score["fail_to_pass_rate"] == score["pass_to_pass_rate"] == 1.0
+    assert score_trajectory("memory_leak", "p2_only", [])["fail_to_pass_rate"] is None
 
 
 def test_doing_nothing_earns_nothing_in_every_mode():
@@ -108,6 +116,8 @@ def test_a_fix_that_breaks_working_behaviour_earns_no_repair():
     assert any(f2p.values()), "the sloppy fix does fix something"
     assert not all(p2p.values()) and score["patch"]["resolved"] == "no", "a broken PASS_TO_PASS is not partial"
     assert score["repair"] == 0.0
+    assert 0 < score["fail_to_pass_rate"] == pytest.approx(sum(f2p.values()) / len(f2p), abs=1e-4)
+    assert 1 > score["pass_to_pass_rate"] == pytest.approx(sum(p2p.values()) / len(p2p), abs=1e-4)
 
 
 def test_repair_credit_grades_within_swe_bench_resolution():
@@ -166,16 +176,17 @@ def test_hedging_over_services_in_the_text_costs_credit(task):
         assert hedge <= 0.6 + 1e-9
 
 
-def test_every_extra_service_or_fault_class_named_in_the_text_costs_credit():
+def test_a_declaration_naming_another_suspect_or_class_scores_as_a_wrong_one():
     s = get_scenario("memory_leak")  # involves orders only
     base = diagnosis_score(s, "orders memory leak after the deploy", "orders", "memory_leak")
-    one = diagnosis_score(s, "orders memory leak after the deploy, or payment", "orders", "memory_leak")
-    assert base == pytest.approx(1.0) and one == pytest.approx(1.0 - EXTRA_NAME_COST)
-    hedged_class = diagnosis_score(s, "orders memory leak or a deadlock after the deploy", "orders",
-                                   "memory_leak")
-    assert hedged_class == pytest.approx(1.0 - EXTRA_NAME_COST)
-    assert diagnosis_score(s, "orders memory leak or a deadlock after the deploy", "orders",
-                           "deadlock") == pytest.approx(1.0 - DIAGNOSIS_PARTS["fault_class"])
+    assert base == pytest.approx(1.0)
+    wrong = diagnosis_score(s, "a payment deadlock", "payment", "deadlock")
+    for text, service, fault_class in [
+            ("orders memory leak after the deploy, or payment", "orders", "memory_leak"),
+            ("orders memory leak or a deadlock after the deploy", "orders", "memory_leak"),
+            ("orders memory leak or a deadlock after the deploy", "orders", "deadlock"),
+            ("orders leak after the deploy: heap, lock, retry, thrash, pool", "orders", "memory_leak")]:
+        assert diagnosis_score(s, text, service, fault_class) <= wrong == 0.0, text
     victims = get_scenario("cascading_failure")  # naming the involved victims is the story
     assert diagnosis_score(victims, "auth config deploy cascade to api_gateway and orders", "auth",
                            "config_change") == pytest.approx(1.0)
@@ -183,10 +194,26 @@ def test_every_extra_service_or_fault_class_named_in_the_text_costs_credit():
 
 def test_the_last_declaration_counts_else_the_handed_over_belief():
     wrong, right = declare("memory_leak", "a database deadlock", "database", "deadlock"), declare("memory_leak")
-    assert score_trajectory("memory_leak", "p1_only", numbered([right, wrong]))["diagnosis"] == 0.0
-    assert score_trajectory("memory_leak", "p1_only", numbered([wrong, right]))["diagnosis"] == 1.0
+    look = [viewed("memory_leak"), rec(1, "check_metrics", "database")]
+    assert score_trajectory("memory_leak", "p1_only", numbered(look + [right, wrong]))["diagnosis"] == 0.0
+    assert score_trajectory("memory_leak", "p1_only", numbered(look + [wrong, right]))["diagnosis"] == 1.0
     belief = BeliefState("orders", "memory_leak", 0.9, 0.9, reasoning="orders memory leak after the deploy")
-    assert score_trajectory("memory_leak", "joint", numbered([handoff(belief)]))["diagnosis"] == 1.0
+    assert score_trajectory("memory_leak", "joint", numbered(look + [handoff(belief)]))["diagnosis"] == 1.0
+
+
+def test_a_declaration_earns_nothing_unless_its_service_evidence_was_viewed_before_it():
+    task = "memory_leak"
+    blind = numbered([rec(1, "view_alerts"), declare(task), viewed(task)])
+    assert score_trajectory(task, "p1_only", blind)["diagnosis"] == 0.0
+    elsewhere = numbered([rec(1, "query_logs", "database"), declare(task)])
+    assert score_trajectory(task, "p1_only", elsewhere)["diagnosis"] == 0.0
+    refused = numbered([{**viewed(task), "valid": False}, declare(task)])
+    assert score_trajectory(task, "p1_only", refused)["diagnosis"] == 0.0
+    for kind in ("query_logs", "check_metrics", "check_deploy_history"):
+        looked = numbered([rec(1, kind, "orders"), declare(task)])
+        assert score_trajectory(task, "p1_only", looked)["diagnosis"] == 1.0, kind
+    belief = BeliefState("orders", "memory_leak", 0.9, 0.9, reasoning="orders memory leak after the deploy")
+    assert score_trajectory(task, "joint", numbered([handoff(belief)]))["diagnosis"] == 0.0
 
 
 def test_mitigation_needs_the_remediation_and_health_and_harm_costs():
@@ -208,8 +235,9 @@ def test_mitigation_needs_the_remediation_and_health_and_harm_costs():
 
 def test_harm_costs_diagnosis_where_no_remediation_is_required():
     task = "circuit_breaker_noop"
-    clean = score_trajectory(task, "p1_only", numbered([declare(task)]))
-    bad_rollback = score_trajectory(task, "p1_only", numbered([rec(1, "rollback_deploy", "orders"), declare(task)]))
+    clean = score_trajectory(task, "p1_only", numbered([viewed(task), declare(task)]))
+    bad_rollback = score_trajectory(task, "p1_only", numbered([viewed(task), rec(1, "rollback_deploy", "orders"),
+                                                               declare(task)]))
     assert clean["mitigation"] is None and clean["diagnosis"] == 1.0
     assert bad_rollback["harmful_actions"] == 1 and bad_rollback["diagnosis"] == 0.75
 

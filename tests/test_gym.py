@@ -10,6 +10,7 @@ gymnasium = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
+import srelib  # noqa: E402
 from srelib import IncidentEnv, scripted_policy  # noqa: E402
 from srelib.integrations.gym import ENV_ID, IncidentGymEnv  # noqa: E402
 
@@ -63,7 +64,8 @@ def test_an_unseeded_reset_continues_the_seeded_rng():
 def test_options_choose_task_pool_and_mode_and_bad_ones_raise():
     env = IncidentGymEnv(task="memory_leak", pool="A")
     _, info = env.reset(seed=0, options={"pool": "B"})
-    assert (info["task"], info["pool"], info["mode"], info["phase"]) == ("memory_leak", "B", "p2_only", 2)
+    assert (info["task"], info["pool"], info["mode"], info["phase"]) == \
+        (srelib.task_id("memory_leak"), "B", "p2_only", 2)
     _, info = env.reset(seed=0, options={"pool": None, "mode": "joint"})
     assert (info["mode"], info["phase"]) == ("joint", 1)
     with pytest.raises(ValueError, match="unknown reset options"):

@@ -276,7 +276,9 @@ def test_lanes_prefill_only_the_new_turn_and_share_the_system_prefix(tiny_path):
     shared = len(policy._prefixes.shared)
     assert shared > 100  # the system prompt, encoded once ...
     for lane, (first, second, third) in records.items():
-        assert first["cached_tokens"] >= shared - 2  # ... and reused by every new lane
+        # ... and reused by every new lane (a bucket re-encodes a few cached tokens so that its
+        # rows prefill the same width: as many as the lanes' new turns differ in length)
+        assert first["cached_tokens"] >= shared - 8
         # Appending turns: everything of the last call (prompt + reply) is reused.
         for before, after in ((first, second), (second, third)):
             assert after["cached_tokens"] >= before["prompt_tokens"]

@@ -50,7 +50,9 @@ def test_reference_fix_resolves_and_an_empty_patch_does_not():
     good = grade_patch(REPO, TASK, _fix())
     assert good["patch_applied"] and good["resolved"] == "full" and not good["timed_out"]
     assert set(good) == {"patch_applied", "apply_error", "tests_touched", "FAIL_TO_PASS",
-                         "PASS_TO_PASS", "resolved", "timed_out", "isolation", "verified"}
+                         "PASS_TO_PASS", "resolved", "fail_to_pass_rate", "pass_to_pass_rate",
+                         "site_unchanged", "timed_out", "isolation", "verified"}
+    assert good["fail_to_pass_rate"] == good["pass_to_pass_rate"] == 1.0 and not good["site_unchanged"]
     assert good["verified"] and good["isolation"] in sandbox.HOLDING_LEVELS
     empty = grade_patch(REPO, TASK, "")
     assert not empty["patch_applied"] and empty["resolved"] == "no" and empty["apply_error"]
@@ -123,11 +125,11 @@ def test_changes_to_test_files_are_dropped_and_reported():
 def test_resolution_follows_swe_bench():
     tree = _tree()
     guard = "        if order.order_id not in self._cache:\n"
-    half_fix = tree[BATCH].replace(guard, "        if order.order_id not in self._pending:\n")
-    result = grade_patch(REPO, TASK, unified_diff(tree, {**tree, BATCH: half_fix}))
+    result = grade_patch(REPO, TASK, _batch_diff(flush_guard="len(batch) == 1"))  # single-order flushes only
     assert result["patch_applied"] and result["resolved"] == "partial"
     assert 0 < sum(result["FAIL_TO_PASS"].values()) < len(result["FAIL_TO_PASS"])
-    assert all(result["PASS_TO_PASS"].values())
+    assert result["fail_to_pass_rate"] == round(sum(result["FAIL_TO_PASS"].values()) / len(result["FAIL_TO_PASS"]), 4)
+    assert all(result["PASS_TO_PASS"].values()) and result["pass_to_pass_rate"] == 1.0
     sloppy = tree[BATCH].replace(guard + "            self._pending.append(order.order_id)\n",
                                  "        self._pending.append(order.order_id)\n")
     sloppy = sloppy.replace(ANCHOR, ANCHOR + FIX_LINE.replace("del self._cache[order.order_id]",

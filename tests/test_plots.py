@@ -168,6 +168,33 @@ def _tick_labels_y(ax):
     return [t.get_text() for t in ax.get_yticklabels()]
 
 
+def test_localisation_plot_has_one_point_per_episode_and_a_colour_per_policy(frame):
+    fig = plots.localisation_vs_score(frame)
+    left, right = fig.axes
+    colours = plots.policy_colours(sorted(POLICIES))
+    for ax in (left, right):
+        clouds = [c for c in ax.collections if isinstance(c, PathCollection)]
+        assert [to_hex(c.get_facecolor()[0]) for c in clouds] == \
+            [colours[p].lower() for p in sorted(POLICIES)]
+        assert ax.get_ylabel() == "final score"
+    # every episode has a phase-1 point (it played phase 1); phase 2 has nothing to find on
+    # the no-change task, so its episodes are left out there
+    assert sum(len(c.get_offsets()) for c in left.collections) == len(frame)
+    assert sum(len(c.get_offsets()) for c in right.collections) == \
+        (frame["task"] != "circuit_breaker_noop").sum()
+
+
+def test_repair_ladder_plot_has_a_bar_per_rung_and_a_line_per_policy():
+    from srelib.ceiling import ladder_episodes, summarize_ladder
+
+    table = summarize_ladder(ladder_episodes(["memory_leak", "circuit_breaker_noop"], seeds=1,
+                                             real={"revert": RevertPhase2Policy}))
+    (ax,) = plots.repair_ladder(table).axes
+    assert len(_bars(ax)) == 5 and _tick_labels(ax)[0] == "oracle belief"
+    assert [line.get_label() for line in ax.get_lines()
+            if not line.get_label().startswith("_")] == ["revert (oracle handoff)"]
+
+
 def test_every_plot_is_saved_for_people_to_look_at(frame):
     """Writes tests/artifacts/plots/*.png (ignored by git; a looked-at set is committed with
     ``git add -f``) and checks each is a real PNG."""
@@ -184,7 +211,8 @@ def test_every_plot_is_saved_for_people_to_look_at(frame):
                "resolved": plots.resolved_rates(frame),
                "paired_difference": plots.paired_difference(frame, "heuristic-revert", "random"),
                "steps_per_phase": plots.steps_per_phase(frame),
-               "ceiling_gap": plots.ceiling_gap(table, phase2="RevertPhase2Policy")}
+               "ceiling_gap": plots.ceiling_gap(table, phase2="RevertPhase2Policy"),
+               "localisation": plots.localisation_vs_score(frame)}
     for name, fig in figures.items():
         fig.savefig(folder / f"{name}.png", dpi=100)
         assert (folder / f"{name}.png").read_bytes()[:4] == b"\x89PNG"

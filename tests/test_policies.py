@@ -107,9 +107,11 @@ def test_heuristic_scores_vary_across_seeds_on_most_tasks():
 
 
 def test_heuristic_is_imperfect():
+    """Good on some tasks, lost on others (it reads what an engineer reads first; since the
+    surface stopped naming the culprit (issue 28) its best task is no longer above 0.8)."""
     finals = [run(HeuristicPhase1Policy(), t, mode="p1_only", seed=0)[1]["score"]["final"]
               for t in TASKS]
-    assert max(finals) > 0.8 and min(finals) < 0.5
+    assert max(finals) > 0.7 and min(finals) < 0.5
 
 
 def test_revert_proposes_the_reverse_of_the_bad_commit():
@@ -318,7 +320,7 @@ def test_tools_and_prompt_carry_every_declared_bound_and_choice():
             assert (schema.get("minimum"), schema.get("maximum"), schema.get("default")) == \
                 (param.minimum, param.maximum, param.default), (action, name)
             assert schema.get("enum") == (list(param.choices) if param.choices else None)
-            assert schema["description"] == param.description
+            assert schema["description"].startswith(param.description)
             if param.minimum is not None and param.maximum is not None:
                 assert f"{name}?: int {param.minimum}-{param.maximum}" in line
                 assert f"({param.minimum}-{param.maximum})" in param.description

@@ -54,9 +54,11 @@ class ResetRecorder:
         return {"action_type": ActionType.TRANSITION_TO_PHASE2.value, "parameters": {}}
 
 
+ML = srelib.task_id("memory_leak")  # what a policy is handed: the task's opaque id
+
+
 @pytest.mark.parametrize("kind, expected", [
-    ("both", ("both", 4, "memory_leak")), ("seed", ("seed", 4)),
-    ("task", ("task", "memory_leak")), ("none", ())])
+    ("both", ("both", 4, ML)), ("seed", ("seed", 4)), ("task", ("task", ML)), ("none", ())])
 def test_run_episode_resets_the_policy_the_first_way_it_accepts(kind, expected):
     policy = ResetRecorder(kind)
     episode = run_episode(srelib.IncidentEnv(), policy, task="memory_leak", pool="C", seed=4,
@@ -70,8 +72,8 @@ def test_run_episode_records_steps_handoff_score_and_json_round_trip():
     policy = OracleP1ThenRandomP2Policy(seed=0)
     episode = run_episode(env, policy, task="memory_leak", pool="C", seed=3,
                           null_repair={"memory_leak": 0.0})
-    assert (episode.task, episode.pool, episode.mode, episode.seed) == ("memory_leak", "C",
-                                                                       "joint", 3)
+    assert (episode.task, episode.pool, episode.mode, episode.seed) == (ML, "C", "joint", 3)
+    assert episode.public_task == "memory_leak" and episode.oracle
     assert episode.terminated or episode.truncated
     assert episode.steps == env.trajectory
     assert episode.handoff["suspected_service"] == srelib.get_scenario("memory_leak").root_cause_service

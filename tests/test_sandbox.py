@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from srelib.env import sandbox
-from srelib.env.patching import grade_patch
+from srelib.env.patching import grade_diff, grade_patch
 from srelib.env.repos import REPO_DATA, load_repo, unified_diff
 from srelib.env.scenarios import DATA_DIR
 
@@ -559,6 +559,13 @@ def _fix_copying_patch(sources: list[str], extra: dict[str, str] | None = None) 
 ATTACK_SOURCES = [str(FIX_FILE), f"git:{CHECKOUT}", f"/proc/1/root{FIX_FILE}"]
 
 
+def _unguarded(diff: str) -> dict:
+    """The grade of ``diff`` on memory_leak's tests without the bug-site guard: what the sandbox
+    alone decides."""
+    repo = load_repo("orders_batch")
+    return grade_diff(repo.name, repo.fail_to_pass("memory_leak"), repo.pass_to_pass("memory_leak"), diff)
+
+
 @pytest.mark.parametrize("attacked", sandbox.LEVELS)
 def test_the_fix_copying_patch_scores_nothing_or_is_refused_at_every_level(attacked, monkeypatch):
     """Grading at ``attacked`` as if it were this machine's strongest level: a level that holds
@@ -579,10 +586,10 @@ def test_the_fix_copying_patch_scores_nothing_or_is_refused_at_every_level(attac
         result = grade_patch("orders_batch", "memory_leak", attack)
         assert result["isolation"] == attacked and result["verified"] is False
         return
-    result = grade_patch("orders_batch", "memory_leak", attack)
+    result = _unguarded(attack)  # the copy lands at run time: the bug-site guard cannot see it
     assert result["patch_applied"] and result["isolation"] == attacked and result["verified"]
     assert result["resolved"] == "no" and repair_credit(result) == 0, "the reference fix was copied"
     copy = {"orders/fix_copy.txt": FIX_FILE.read_text()}
-    control = grade_patch("orders_batch", "memory_leak",
-                          _fix_copying_patch(["orders/fix_copy.txt", *ATTACK_SOURCES], copy))
+    control = _unguarded(_fix_copying_patch(["orders/fix_copy.txt", *ATTACK_SOURCES], copy))
     assert control["resolved"] == "full", "the attack itself must work where the fix is in reach"
+    assert grade_patch("orders_batch", "memory_leak", attack)["resolved"] == "no"

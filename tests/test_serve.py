@@ -249,7 +249,7 @@ def test_http_sessions_are_separate_and_errors_are_clear(url):
         assert observation_dict(step["observation"], step["done"]) == \
             local.step({"action_type": "view_alerts"})[0]
         state = two_client.get(f"{base}/{second}/state", timeout=10).json()
-        assert state["task"] == "aliased_fault" and state["trajectory"] == []
+        assert state["task"] == srelib.task_id("aliased_fault") and state["trajectory"] == []
         got = requests.post(f"{base}/no-such-id/step", json={"action": {}}, timeout=10)
         assert got.status_code == 404 and "POST /sessions opens one" in got.json()["detail"]
         got = requests.post(f"{url}/step", json={"action": {"action_type": "view_alerts"}},
@@ -460,9 +460,9 @@ def test_a_session_belongs_to_its_opener(url):
                 ws.recv(timeout=10)
         with _ws(url, f"?session_id={session}&token={owner.headers['X-Session-Token']}") as ws:
             ws.send(json.dumps({"type": "state"}))
-            assert json.loads(ws.recv(timeout=10))["data"]["task"] == "memory_leak"
+            assert json.loads(ws.recv(timeout=10))["data"]["task"] == srelib.task_id("memory_leak")
         state = owner.get(f"{url}/sessions/{session}/state", timeout=10).json()
-        assert state["task"] == "memory_leak" and state["trajectory"] == []
+        assert state["task"] == srelib.task_id("memory_leak") and state["trajectory"] == []
     finally:
         assert owner.delete(f"{url}/sessions/{session}", timeout=10).status_code == 200
 

@@ -67,6 +67,7 @@ def test_a_tampered_suite_is_regenerated_not_read(cached, monkeypatch):
     path = cache.cache_dir() / "suite.json"
     path.write_text(json.dumps(forged, sort_keys=True))
     fresh = suite.SuiteReport(candidates=0)
+    monkeypatch.setattr(suite, "SUITE_FILE", path.with_name("no-packaged-suite.json"))
     monkeypatch.setattr(suite, "_MEMO", [])
     monkeypatch.setattr(suite, "generate", lambda: fresh)
     with pytest.warns(UserWarning, match="tampered"):
@@ -99,3 +100,22 @@ def test_the_cache_is_created_private(cached):
     path, _ = cached
     for place in (path, *path.parents[:3]):
         assert place.stat().st_uid == os.geteuid() and not place.stat().st_mode & 0o022, place
+
+
+def test_the_packaged_suite_file_is_the_suite_and_a_hand_edit_is_refused(tmp_path, monkeypatch):
+    """The suite is an artefact: ``suite.json`` in the package holds the cards; editing a card
+    without regenerating breaks its digest."""
+    body = json.loads(suite.SUITE_FILE.read_text())
+    assert body["generator"] == cache.generator_key(), "run python -m srelib.env.taskgen"
+    monkeypatch.setattr(suite, "_MEMO", [])
+    report = suite.generated_suite()
+    assert sorted(report.tasks) == sorted(body["tasks"]) and report.tells == body["tells"]
+    task, card = next(iter(body["tasks"].items()))
+    assert set(card) == {"family", "culprit", "shape", "site", "bad_commit", "split"}
+    assert card == suite.card(task, report.tasks[task])
+    edited = dict(body, tasks={**body["tasks"], task: {**card, "split": "train" if card["split"] == "heldout" else "heldout"}})
+    forged = tmp_path / "suite.json"
+    forged.write_text(json.dumps(edited))
+    monkeypatch.setattr(suite, "SUITE_FILE", forged)
+    with pytest.raises(ValueError, match="do not match its digest"):
+        suite._packaged()

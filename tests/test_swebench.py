@@ -118,3 +118,28 @@ def test_bad_lines_become_problems_and_bad_arguments_exit_2(tmp_path, capsys):
             main(["swebench", *argv])
         assert exit_.value.code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_grade_reads_json_predictions_as_swebench_does(tmp_path):
+    """A .json file holds a list of predictions or an {instance_id: prediction} object; the
+    reports are those of the same predictions as JSONL."""
+    gold = {"instance_id": IID, "model_name_or_path": "gold", "model_patch": REPO.fix_diff(TASK)}
+    breaks = {**gold, "model_name_or_path": "breaks", "model_patch": _breaking_patch()}
+    forms = {"list.json": [gold, breaks], "mapping.json": {IID: gold},
+             "lines.jsonl": [gold, breaks]}
+    results = {}
+    for name, content in forms.items():
+        path = tmp_path / name
+        path.write_text(json.dumps(content) if name.endswith(".json")
+                        else "".join(json.dumps(r) + "\n" for r in content))
+        results[name] = swebench.grade_predictions(path, tmp_path / name.replace(".", "_"))
+    assert results["list.json"] == results["lines.jsonl"]
+    assert results["mapping.json"]["summaries"] == {"gold": results["list.json"]["summaries"]["gold"]}
+    summaries = results["list.json"]["summaries"]
+    assert summaries["gold"]["resolved_ids"] == [IID] and summaries["breaks"]["unresolved_ids"] == [IID]
+    (tmp_path / "scalar.json").write_text("3")
+    with pytest.raises(ValueError, match="list of predictions"):
+        swebench.grade_predictions(tmp_path / "scalar.json", tmp_path / "o")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(ValueError, match="not JSON"):
+        swebench.grade_predictions(tmp_path / "broken.json", tmp_path / "o")

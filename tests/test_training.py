@@ -71,6 +71,24 @@ def test_the_adapter_plays_an_episode_to_the_environments_own_score():
     assert "over" in tool_env.view_alerts()
 
 
+def test_the_adapter_resets_to_a_dataset_rows_task_pool_and_seed():
+    """GRPOTrainer calls reset(**row): the row's task, pool and seed choose the incident, a row
+    without them draws it for its rollout, and other columns are ignored."""
+    from srelib.training.environment import IncidentToolEnv, TaskDistribution
+
+    tool_env = IncidentToolEnv(TaskDistribution(tasks=["memory_leak"], pools=("C",), seed=1))
+    tool_env.reset(prompt=[{"role": "user", "content": "-"}], task="aliased_fault", pool="A", seed=5)
+    assert {k: tool_env.info[k] for k in ("task", "pool", "seed")} == \
+        {"task": "aliased_fault", "pool": "A", "seed": 5}
+    tool_env.reset(rollout=2, seed=9)
+    assert (tool_env.info["task"], tool_env.info["pool"], tool_env.info["seed"]) == ("memory_leak", "C", 9)
+    tool_env.reset(rollout=2)
+    assert (tool_env.info["task"], tool_env.info["pool"], tool_env.info["seed"]) == \
+        tool_env.distribution.draw(2)
+    with pytest.raises(ValueError, match="pool"):
+        tool_env.reset(task="memory_leak", pool="Z")
+
+
 def test_every_action_method_has_a_typed_signature_and_docstring():
     from transformers.utils import get_json_schema
 
@@ -165,52 +183,6 @@ def test_sft_on_demonstrations_lowers_the_completion_loss(tiny, tmp_path):
                         batch_size=4, max_length=1024, logging_steps=1)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) >= 3 and losses[-1] < losses[0]
-
-
-def test_the_gpu_recipe_lora_sft_then_grpo_on_the_same_adapters(tiny, tmp_path):
-    """Notebook 07's GPU path (srelib.training.lora), with bitsandbytes' CPU kernels standing in
-    for CUDA's: on a 4-bit base, SFT lowers the loss by training LoRA adapters alone, the
-    trained model plays an episode, and GRPO trains those adapters on with its KL measured
-    against a frozen copy of them."""
-    pytest.importorskip("bitsandbytes")
-    import torch
-    from peft import PeftModel
-    from transformers import BitsAndBytesConfig
-
-    from srelib.rollout import evaluate
-    from srelib.training.grpo import grpo_train
-    from srelib.training.lora import load_for_training, lora_policy, lora_warm_start
-
-    model, tokenizer = load_for_training(tiny, quantization=BitsAndBytesConfig(
-        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32))
-    assert tokenizer.response_template  # the tool chat format: it reads tool calls back
-    base = {name: p.detach().clone() for name, p in model.named_parameters()}
-    sft = lora_warm_start(model, tokenizer, tmp_path / "sft", rank=8, seeds=[0], pools=["C"],
-                          epochs=2, batch_size=2, gradient_accumulation_steps=1,
-                          learning_rate=1e-2, max_length=4096, logging_steps=1)
-    losses = [h["loss"] for h in sft.state.log_history if "loss" in h]
-    assert len(losses) >= 3 and losses[-1] < losses[0]
-    assert isinstance(sft.model, PeftModel)
-    trained = {n for n, p in sft.model.named_parameters() if p.requires_grad}
-    assert trained and all("lora_" in n for n in trained)
-    after = {n.replace(".base_layer", ""): p
-             for n, p in sft.model.get_base_model().named_parameters() if "lora_" not in n}
-    assert after.keys() == base.keys()
-    assert all(torch.equal(after[n], p) for n, p in base.items())
-
-    played = evaluate({"lora": lora_policy(sft.model, tokenizer, "lora")}, tasks=["memory_leak"],
-                      pools=["C"], seeds=[1000], max_steps=2, progress=False)
-    assert int(played["p1_steps"].sum() + played["p2_steps"].sum()) > 0
-
-    adapters = {n: p.detach().clone() for n, p in sft.model.named_parameters() if "lora_" in n}
-    grpo = grpo_train(sft.model, tokenizer, tmp_path / "grpo", steps=2, max_completion_length=16,
-                      max_turns=2, learning_rate=1e-2)
-    assert [h["step"] for h in grpo.state.log_history if "reward" in h] == [1, 2]
-    assert sorted(grpo.model.peft_config) == ["default", "ref"]
-    now = dict(grpo.model.named_parameters())
-    assert {n for n, p in now.items() if p.requires_grad} == trained
-    assert any(not torch.equal(now[n], p) for n, p in adapters.items())
-    assert all(torch.equal(now[n.replace(".default.", ".ref.")], p) for n, p in adapters.items())
 
 
 def test_a_cpu_projects_only_the_labelled_positions_for_the_same_loss(tiny, monkeypatch):

@@ -16,6 +16,7 @@ from srelib.env.repos import load_repo
 from srelib.env.scenarios import TASKS, get_scenario
 from srelib.policies.adversarial import (RELEASE_TAG, BlindRevertPolicy, MemoriseTrainPolicy,
                                          RewardProbePolicy, class_from_description, train_answers)
+from srelib.policies import call_reset
 from srelib.policies.hijack import HIJACK_POLICIES
 from srelib.policies.reference import ReferencePolicy
 from helpers import SEED_POLICIES, load_seed_policies
@@ -146,7 +147,7 @@ def test_a_saved_trajectory_regrades_to_the_same_score(task):
     env = IncidentEnv()
     policy = ReferencePolicy()
     obs, info = env.reset(task=task, pool=pool_for(task), seed=5)
-    policy.reset(seed=5, task_name=task)
+    call_reset(policy, 5, task)  # hands the reference its answer
     while True:
         obs, _, terminated, truncated, info = env.step(policy(obs, obs["current_phase"], task))
         if terminated or truncated:

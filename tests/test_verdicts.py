@@ -19,7 +19,7 @@ from srelib.env.verdicts import Observation, collect, decode_record, resolution
 from srelib.policies.hijack import HIJACK_KINDS, HIJACK_POLICIES, runner_hijack_patch
 
 FIX_TASKS = [t for t in TASKS if get_scenario(t).needs_fix]
-FORGING = ("frame_walk", "encoder_override", "forged_exit")
+FORGING = ("frame_walk", "encoder_override")  # they forge what their own child reports
 
 
 def _patched_tree(repo_name: str, diff: str) -> dict[str, str]:
@@ -51,6 +51,18 @@ def test_hijacks_do_take_the_child_over_and_forge_only_wrong_observations(kind):
     assert not timed_out and set(wanted) <= set(seen)
     assert all(seen[t].value is True and seen[t].raised is None for t in wanted), kind
     assert not any(verdicts.verdicts(repo, wanted, seen).values())
+
+
+def test_the_result_channel_is_out_of_the_patched_codes_reach():
+    """forged_exit finds the channel's nonce and descriptor in the runner's memory and writes a
+    forged stream of passing records to it: in the probes' child that descriptor leads to
+    /dev/null, so nothing it forged arrives, and the probes it cut short are missing."""
+    repo, task = "orders_batch", "memory_leak"
+    seen, timed_out = observe(repo, task, _patched_tree(repo, runner_hijack_patch("forged_exit", repo)))
+    wanted = load_repo(repo).fail_to_pass(task) + load_repo(repo).pass_to_pass(task)
+    assert not timed_out and not set(wanted) & set(seen)
+    truthful, _ = observe(repo, task, dict(load_repo(repo).tree))
+    assert set(wanted) <= set(truthful)
 
 
 def test_doctored_observations_arrive_doctored_and_fail():
@@ -128,6 +140,7 @@ def test_generic_doctoring_of_unfixed_observations_passes_no_fail_to_pass_check(
 
 def test_hijack_policy_proposes_the_patch_after_an_empty_handoff():
     policy = HIJACK_POLICIES["frame_walk"]()
+    policy.receive_answer("memory_leak", get_scenario("memory_leak"))  # what runners hand it
     handoff = policy({"steps_taken": 0}, 1, "memory_leak")
     assert handoff["action_type"] == "transition_to_phase2"
     assert not any(handoff["parameters"]["belief"][k] for k in ("suspected_service", "suspected_fault_class"))
@@ -202,8 +215,20 @@ def test_every_test_id_has_a_probe_and_a_check(name):
         for test_id in repo.fail_to_pass(task) + repo.pass_to_pass(task):
             file, _, test = test_id.partition("::")
             probe = "probe_" + test[len("test_"):]
-            assert re.search(rf"^def {probe}\(\):", repo.hidden_tests[file], re.M), (test_id, probe)
+            assert re.search(rf"^def {probe}\((rng)?\):", repo.hidden_tests[file], re.M), (test_id, probe)
             assert test in verdicts._checks(name, file), test_id
+
+
+@pytest.mark.parametrize("name", list_repos())
+def test_every_fail_to_pass_probe_draws_its_inputs(name):
+    """Requirement: an observation replayed from another grading fails, so every FAIL_TO_PASS
+    probe draws its inputs from the grading's seed and its check redraws them."""
+    repo = load_repo(name)
+    for task in repo.tasks:
+        for test_id in repo.fail_to_pass(task):
+            file, _, test = test_id.partition("::")
+            assert re.search(rf"^def probe_{test[len('test_'):]}\(rng\):", repo.hidden_tests[file], re.M), test_id
+            assert verdicts._checks(name, file)[test].__code__.co_argcount == 2, test_id
 
 
 LEAK = '''
@@ -254,9 +279,11 @@ def test_expected_values_never_enter_the_sandbox():
     checks_dir = REPO_DATA / repo_name / "hidden_tests" / "checks"
     extra = [str(p) for p in checks_dir.glob("*.py")]
     tree = dict(repo.tree)
-    leaky = {**tree, "orders/__init__.py": tree["orders/__init__.py"] + f"\nEXTRA = {extra!r}\n" + LEAK}
+    reported = repo.fail_to_pass(task)[0]  # the leak reports under a probe's id: the relay's only way
+    leak = LEAK.replace('"leak"', repr(reported))
+    leaky = {**tree, "orders/__init__.py": tree["orders/__init__.py"] + f"\nEXTRA = {extra!r}\n" + leak}
     seen, _ = observe(repo_name, task, _patched_tree(repo_name, unified_diff(tree, leaky)))
-    dump = seen["leak"].value
+    dump = seen[reported].value
     texts = "\n".join(dump.values())
     assert dump["memory:test_batch_cache.py"] == repo.hidden_tests["test_batch_cache.py"], \
         "the walk must reach the probes, or it proves nothing"

@@ -13,7 +13,7 @@ import srelib
 from srelib.env.core import IncidentEnv
 from srelib.env.grading import score_trajectory
 from srelib.policies.reference import ReferencePolicy, phase2_plan
-from srelib.results import Episode, RunStore, load_run
+from srelib.results import Episode, RunStore, count_parse_failures, load_run
 from srelib.rollout import run_episode
 from srelib.validity import NullPolicy
 from tests.test_env_fuzz import actions as fuzz_actions
@@ -95,7 +95,7 @@ def test_edited_records_scores_and_endings_are_caught():
     remedy.update(valid=False, error="made up")
     hidden.score = score_trajectory("cascading_failure", "joint", hidden.steps)
     check = srelib.verify_episode(hidden)
-    assert not check.records_match and "minute" in check.problems[0]
+    assert not check.records_match and "valid" in check.problems[0]  # it replays as valid
 
     cut = copy.deepcopy(honest)
     cut.steps.pop()
@@ -114,11 +114,14 @@ def test_an_episode_of_an_unknown_task_cannot_be_replayed():
 
 def test_load_run_with_verify_replays_every_episode(tmp_path):
     store = RunStore(tmp_path / "run")
-    for seed in (0, 1):
-        store.append(_episode(ReferencePolicy(), seed=seed))
-    assert load_run(tmp_path / "run", verify=True).equals(load_run(tmp_path / "run"))
-
+    honest = [_episode(ReferencePolicy(), seed=seed) for seed in (0, 1)]
     forged = _episode(NullPolicy(), seed=5)
+    store.write_config({}, plan=[e.key for e in (*honest, forged)])
+    for episode in honest:
+        store.append(episode)
+    with pytest.raises(ValueError, match="'null', 'memory_leak', 'C', 'joint', 5\\): planned but"):
+        load_run(tmp_path / "run", verify=True)
+
     forged.score = {**forged.score, "final": 0.9}
     store.append(forged)
     with pytest.raises(ValueError, match=r"1 of 3 episodes .* do not replay") as caught:
@@ -141,7 +144,8 @@ def test_any_episode_of_random_and_malformed_actions_replays(cell, seed, batch):
             break
     episode = Episode(policy="fuzz", task=task, pool=pool, mode=info["mode"], seed=seed,
                       steps=env.trajectory, terminated=obs["done"] and terminated,
-                      truncated=obs["done"] and truncated,
+                      truncated=obs["done"] and truncated, ended_by=info.get("ended_by"),
+                      parse_failures=count_parse_failures(env.trajectory),
                       score=info.get("score") or score_trajectory(task, info["mode"], env.trajectory))
     check = srelib.verify_episode(Episode.from_json(episode.to_json()))
     assert check.ok, check.problems

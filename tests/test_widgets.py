@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+import srelib  # noqa: E402
 from srelib.env.actions import PARSE_ERROR  # noqa: E402
 from srelib.results import Episode  # noqa: E402
 from srelib.rollout import run_episode  # noqa: E402
@@ -142,7 +143,7 @@ def test_picker_changes_start_a_new_episode(stepper):
     stepper.seed_picker.value = 8
     assert stepper.obs["steps_taken"] == 0 and "seed=8" in repr(stepper)
     stepper.task_picker.value = "cascading_failure"
-    assert stepper.info["task"] == "cascading_failure"
+    assert stepper.info["task"] == srelib.task_id("cascading_failure")
     assert stepper.obs["incident_title"] in _pane(stepper, "incident")
     stepper.pool_picker.value = "B"
     assert stepper.obs["current_phase"] == 2

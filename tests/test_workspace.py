@@ -18,7 +18,7 @@ def ws():
 
 def test_list_dir_is_sorted_and_typed(ws):
     ok, result, _ = ws.execute("list_dir", {"path": "."})
-    assert ok and [e["name"] for e in result["entries"]] == ["README.md", "orders", "tests"]
+    assert ok and [e["name"] for e in result["entries"]] == ["README.md", "docs", "orders", "tests"]
     assert {e["name"]: e["type"] for e in result["entries"]}["orders"] == "dir"
     ok, result, _ = ws.execute("list_dir", {"path": "orders/handlers/"})
     assert ok and [e["name"] for e in result["entries"]] == ["__init__.py", "batch.py", "single.py"]
@@ -52,7 +52,8 @@ def test_search_literal_regex_and_glob(ws):
 
 def test_git_log_filters_by_path_and_count(ws):
     ok, result, _ = ws.execute("get_git_log", {})
-    assert ok and [c["sha"] for c in result["commits"]] == ["e07b3a8", "6c2d0e5", "a3f7c91", "31aa72c", "0e1d8b2"]
+    assert ok and [c["sha"] for c in result["commits"]] == ["fdef408", "e07b3a8", "6c2d0e5", "a3f7c91",
+                                                             "31aa72c", "0e1d8b2"]
     ok, result, _ = ws.execute("get_git_log", {"path": "orders/notifier.py"})
     assert ok and [c["sha"] for c in result["commits"]] == ["31aa72c"]
     ok, result, _ = ws.execute("get_git_log", {"n_commits": 1})

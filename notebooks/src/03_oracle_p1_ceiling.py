@@ -12,13 +12,20 @@
 # The **gap** `repair(oracle) - repair(handoff)`, paired on seeds, is the repair a handoff costs.
 # And `r_cross = max(0, repair - null repair)` is the repair that phase-1 context *adds* over an
 # empty handoff, once the null handoff's repair has been calibrated per task.
+#
+# The phase-2 policies: `PartialRevertPhase2Policy`, a repair that needs no answer (it undoes the
+# suspect commit's edits to existing code and keeps the code it adds), and `RevertPhase2Policy`
+# (a blind revert). Then the **repair ladder** gives the partial revert one more piece of the
+# answer per rung, on the classic suite and both generated splits, and the **localisation**
+# columns show how close each episode came to the fault, even when nothing was repaired.
 
 # %% tags=["parameters"]
 SEEDS = 8                                              # seeds per task and handoff
 TASKS = "all"                                          # "all" or a list of task names
-PHASE2 = ["RevertPhase2Policy", "RandomPhase2Policy"]  # phase-2 policies to measure
+PHASE2 = ["PartialRevertPhase2Policy", "RevertPhase2Policy"]  # phase-2 policies to measure
 PHASE1 = {"heuristic": "HeuristicPhase1Policy"}        # own-handoff phase-1 policies
 WORKERS = 1                                            # processes for the episodes
+GENERATED_TASKS = 12                                   # ladder: tasks per generated split (None: all)
 
 # %% install srelib
 
@@ -171,6 +178,71 @@ for name in PHASE2:
         lines.append(f"* {label}: {', '.join(tasks)}")
     lines.append("")
 display(Markdown("\n".join(lines)))
+
+# %% [markdown]
+# ## The repair ladder, on both suites
+#
+# The per-task ceiling above is zero wherever a revert cannot repair, so it cannot tell *why*
+# phase 2 fails. The ladder can: `LadderPhase2Policy` is the partial revert given one more
+# piece of the answer per rung, each after the oracle handoff: the oracle belief alone (the
+# no-answer baseline), + the bad commit, + the bad file, + the bad function, + the reference
+# patch. Next to the rungs sit real policies: phase-2 policies after the same oracle handoff
+# (`oracle handoff`) and joint policies that play both phases (`joint`: pool C for train tasks,
+# pool D for held-out ones). The classic suite runs `SEEDS` seeds per task; each generated split
+# (train and held-out) runs `GENERATED_TASKS` evenly spaced tasks, one seed each.
+
+# %%
+from srelib.ceiling import suite_ladder, summarize_ladder
+from srelib.policies.registry import scripted_policy
+
+ladder_episodes = suite_ladder(
+    SEEDS, GENERATED_TASKS, workers=WORKERS,
+    real={"random": functools.partial(build_policy, "RandomPhase2Policy"),
+          "revert": functools.partial(build_policy, "RevertPhase2Policy")},
+    joint={name: scripted_policy(name) for name in ("heuristic-revert", "heuristic-partial-revert")})
+ladder = summarize_ladder(ladder_episodes)
+shown = ladder[["suite", "policy", "kind", "n", "full", "full_low", "full_high", "repair",
+                "commit_diffed", "bad_file_edited"]]
+display(Markdown(to_markdown(shown.round(2), index=False)))
+
+# %% [markdown]
+# Grey bars are the rungs (share repaired in full, bootstrap 95% CI); each real policy is a
+# line at its own share, so its place on the ladder reads off directly. A flat run of rungs
+# means that piece of knowledge buys a revert nothing: the step to the last rung is the code
+# that has to be written.
+
+# %%
+display(plots.repair_ladder(ladder))
+
+# %% [markdown]
+# The no-answer baseline's share repaired in full (the `belief` rung), per suite:
+
+# %%
+baseline = ladder[ladder["policy"] == "rung:belief"]
+display(Markdown("\n".join(
+    f"* {row.suite}: {row.full:.2f} [{row.full_low:.2f}, {row.full_high:.2f}] of {row.n} episodes"
+    for row in baseline.itertuples())))
+
+# %% [markdown]
+# ## Localisation against score
+#
+# Two agents that both fail to repair are not equal: one may have read the bad file and edited
+# the right function, the other may never have opened the repository. Every results frame
+# carries localisation columns (`srelib.localisation`: the culprit's rank among the services
+# checked, steps and minutes until it was checked, evidence coverage; bad commit diffed, bad
+# file read and edited, bad function edited, files read before the patch). They are analysis
+# columns and never enter the reward. One point per episode, one colour per policy, against
+# the repair score (comparable between oracle-handoff and joint episodes; `srelib demo` draws
+# the same against the final score of the joint baselines, `results/localisation.png`):
+
+# %%
+located = ladder_episodes[~ladder_episodes["policy"].str.startswith("rung:")
+                          | ladder_episodes["policy"].isin(["rung:belief", "rung:patch"])]
+display(plots.localisation_vs_score(located, value="repair"))
+columns = ["culprit_rank", "evidence_coverage", "commit_diffed", "bad_file_read",
+           "bad_file_edited", "bad_function_edited", "files_read_before_patch", "repair"]
+display(Markdown(to_markdown(located.groupby("policy")[columns]
+                             .agg(lambda c: pd.to_numeric(c, errors="coerce").mean()).round(2))))
 
 # %% [markdown]
 # How to read this: the ceiling separates the two halves of the job. Where phase 2 is the

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .memo import byte_lru
 from .repos import load_repo
 from .scenarios import get_scenario
+from .task_ids import resolve
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def functions_touching(path: str, text: str, lines: set[int]) -> list[BugFunctio
 
 @byte_lru(1 << 20)
 def bug_site(task: str) -> BugSite:
-    """The bug site of ``task`` (a classic or generated task's internal name)."""
+    """The bug site of ``task`` (a task's name or opaque id)."""
+    task = resolve(task)
     scenario = get_scenario(task)
     if scenario.repo is None:
         return BugSite(scenario.bad_commit, (), ())

@@ -19,8 +19,9 @@ from .belief import BeliefState, coerce_belief
 from .infra import Infrastructure
 from .phase1 import Operations
 from .pools import oracle_belief, reset_choices
-from .scenarios import Scenario, get_scenario
+from .scenarios import MAX_STEPS, Scenario, get_scenario
 from .spec import EpisodeSpec
+from .task_ids import task_id
 from .types import EnvState, Observation, StepRecord
 
 #: What ``step`` returns: Gymnasium's (observation, reward, terminated, truncated, info).
@@ -31,6 +32,11 @@ StepResult = tuple[Observation, float, bool, bool, dict[str, Any]]
 R_INVALID = -0.05  # the observation says the action was invalid
 R_REPEAT = -0.03  # the same query again, with nothing done in between that could change its answer
 R_WORKSPACE_ERROR = -0.05  # the observation shows the phase-2 error
+_LOWEST = min(R_INVALID, R_REPEAT, R_WORKSPACE_ERROR)
+#: Every step reward lies in ``[low, high]``: a step before the last pays ``low`` at worst and
+#: nothing at best; the last pays the score (0 to 1) minus the at most ``MAX_STEPS - 1``
+#: rewards paid before it. OpenEnv's manifest (openenv.yaml) declares this range.
+REWARD_RANGE = (_LOWEST, round(1.0 - (MAX_STEPS - 1) * _LOWEST, 4))
 
 _SIZE_PARAMS = frozenset(("limit", "max_hits", "n_commits"))  # not part of the repeat key
 _VALUES = {a.value: a for a in ActionType}
@@ -97,7 +103,7 @@ class IncidentEnv:
     ``truncated`` is True when the step budget runs out or the policy gives up. Either way
     ``info["score"]`` holds the :class:`~srelib.env.types.ScoreBreakdown` and
     ``info["ended_by"]`` says what ended it. ``reset`` info is ``{task, pool, mode, seed,
-    phase}``; ``step`` info adds ``valid`` and, for an invalid action, ``error``.
+    phase}``, ``task`` being the task's opaque id (:mod:`srelib.env.task_ids`), never its name; ``step`` info adds ``valid`` and, for an invalid action, ``error``.
 
     ``env.trajectory`` records every step (:class:`~srelib.env.types.StepRecord`, JSON-safe),
     and :func:`srelib.score_trajectory` re-grades it; :attr:`state` is the hidden state tests
@@ -143,7 +149,8 @@ class IncidentEnv:
         self.scenario = scenario = get_scenario(task)
         self._infra = infra = Infrastructure(scenario, rng)
         self._ops = Operations(infra)
-        self._task, self._pool, self._seed = task, pool, seed
+        self._task, self._pool, self._seed = scenario.name, pool, seed
+        self._task_id = task_id(scenario.name)  # what info (and so every agent) is shown
         self._mode = mode
         self._summary = scenario.summary.format_map(infra.vars)
         self._phase = 1
@@ -421,7 +428,7 @@ class IncidentEnv:
                 "reward": round(reward, 4), "statuses": infra.status_names(), "effect": effect}
 
     def _info(self, **extra: Any) -> dict[str, Any]:
-        return {"task": self._task, "pool": self._pool, "mode": self._mode, "seed": self._seed,
+        return {"task": self._task_id, "pool": self._pool, "mode": self._mode, "seed": self._seed,
                 "phase": self._phase, **extra}
 
     def _valid_actions(self) -> list[str]:

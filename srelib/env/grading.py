@@ -8,12 +8,17 @@ same score and no oracle is consulted. The components, each in [0, 1]:
   transition. ``DIAGNOSIS_PARTS`` of it: the structured ``service`` field (one of the
   scenario's acceptable_services; a service named only in the text earns nothing), the fault
   class (likewise from its field only), and the share of the scenario's keywords found as whole
-  words in the text. Every service or fault class the text names beyond the declared ones and
-  those of the incident's story (its involved services, its fault class, and those its correct
-  root cause names) costs ``EXTRA_NAME_COST``, so hedging over candidates in the text cannot
-  pay. A declaration that names ``STUFFED_SERVICES`` or more services outside the incident,
-  ``STUFFED_CLASSES`` or more fault classes, or runs past ``MAX_DECLARATION_CHARS`` earns
-  nothing.
+  words in the text.
+  A declaration earns nothing, as a wrong one does, when it was made blind or when it hedges.
+  Blind: no valid phase-1 action before it viewed the logs, metrics or deploy history
+  (``EVIDENCE_ACTIONS``) of the service it blames (of any service when it blames none), so a
+  constant answer learned from the train tasks and declared at once earns no luck.
+  Hedging (:func:`hedged`): the text names a service beyond the declared one and the incident's
+  story (its involved services, those its correct root cause names and those the declared
+  service's deploy notes name); it names more than one fault class, text and field together,
+  where one is beyond those of the correct root cause; or its text uses ``FAULT_WORDS`` of
+  ``VOCABULARY_CLASSES`` or more other classes (a list of the fault vocabulary). A declaration
+  past ``MAX_DECLARATION_CHARS`` earns nothing either.
 * **mitigation** (only where the scenario requires remediation): the share of the required
   remediation actions taken, times ``0.5 + 0.5 * share of services healthy`` at the handoff
   (the transition record's statuses) or, without a transition, at the end.
@@ -24,6 +29,9 @@ same score and no oracle is consulted. The components, each in [0, 1]:
   follows SWE-bench's ``resolved`` (which ``grade_patch`` reports beside it) and grades within
   it: 1 when resolved ``"full"``, the share of FAIL_TO_PASS tests that pass when ``"partial"``,
   0 when ``"no"`` (a patch that breaks a PASS_TO_PASS test earns nothing, whatever it fixes).
+  SWE-bench's partial measures, ``fail_to_pass_rate`` (the fraction of FAIL_TO_PASS tests that
+  pass) and ``pass_to_pass_rate`` (the fraction of PASS_TO_PASS tests kept), are reported in
+  the breakdown beside it (None without a graded patch) and do not enter the score.
   Where no change is needed, ``declare_no_change`` scores 1 and any patch 0.
 * **efficiency**: the weighted mean of the other counted components (so doing nothing earns
   nothing), times 1 up to the expected number of steps, falling linearly to 0 at
@@ -48,10 +56,22 @@ from srelib.env.scenarios import Scenario, get_scenario
 WEIGHTS = {"diagnosis": 0.30, "mitigation": 0.25, "repair": 0.35, "efficiency": 0.10}
 DIAGNOSIS_PARTS = {"service": 0.4, "fault_class": 0.3, "text": 0.3}
 HARM_PENALTY = 0.25
-EXTRA_NAME_COST = 0.3
-STUFFED_SERVICES = 2
-STUFFED_CLASSES = 3
 MAX_DECLARATION_CHARS = 600
+#: Each fault class's words: a declaration whose text uses the words of VOCABULARY_CLASSES or
+#: more classes beyond its own and its story's lists the vocabulary instead of committing.
+FAULT_WORDS: dict[str, tuple[str, ...]] = {
+    "memory_leak": ("memory", "leak", "heap", "oom", "garbage"),
+    "config_change": ("config", "configuration", "setting", "secret", "flag", "credential"),
+    "deadlock": ("deadlock", "lock", "locks", "blocked", "circular"),
+    "retry_storm": ("retry", "retries", "storm", "backoff", "throttle"),
+    "cache_thrash": ("thrash", "evict", "eviction", "evicts"),
+    "shared_dependency": ("shared", "library", "dependency", "vendor", "serializer", "pinned"),
+    "pool_exhaustion": ("pool", "exhaustion", "exhausted", "lease", "slots"),
+}
+VOCABULARY_CLASSES = 2
+#: The phase-1 actions that view a service's evidence (its signals and its deploys).
+EVIDENCE_ACTIONS = frozenset({ActionType.QUERY_LOGS.value, ActionType.CHECK_METRICS.value,
+                              ActionType.CHECK_DEPLOY_HISTORY.value})
 STEP_SLACK = 2.0
 _REMEDIATIONS = {a.value for a in PHASE1_REMEDIATION}
 _DECLARE = ActionType.DECLARE_ROOT_CAUSE.value
@@ -78,23 +98,39 @@ def _text(value: object) -> str:
     return value.strip().lower() if isinstance(value, str) else ""
 
 
+def _vocabulary(text: str) -> set[str]:
+    """The fault classes some of whose FAULT_WORDS the text uses."""
+    return {c for c, words in FAULT_WORDS.items() if any(_mentions(text, w) for w in words)}
+
+
+def hedged(scenario: Scenario, text: str, service: str, fault_class: str) -> bool:
+    """Does the declaration hedge instead of committing (module doc)? Its text names a service
+    beyond the declared one and the incident's story (quoting the declared service's own deploy
+    notes is not hedging), or it names more than one fault class (text and field) when one is
+    beyond those its correct root cause names, or its text uses the words of
+    VOCABULARY_CLASSES or more fault classes beyond its own and its story's."""
+    told = scenario.correct_root_cause.lower()
+    notes = " ".join(d.description.lower() for d in scenario.deploy_specs(service)) if service in SERVICES else ""
+    story_services = (set(scenario.involved_services) | set(scenario.acceptable_services)
+                      | _named_services(told) | _named_services(notes))
+    if _named_services(text) - {service} - story_services:
+        return True
+    story_classes = _named_classes(told) | {scenario.fault_class}
+    classes = _named_classes(text) | ({fault_class} if fault_class in FAULT_CLASSES and fault_class != "none" else set())
+    if len(classes) > 1 and classes - _named_classes(told):
+        return True
+    return len(_vocabulary(text) - {fault_class} - story_classes - _vocabulary(told)) >= VOCABULARY_CLASSES
+
+
 def diagnosis_score(scenario: Scenario, text: object, service: object, fault_class: object) -> float:
     """Score one declaration (text, service, fault class) against the scenario; see the module."""
     text, service, fault_class = _text(text), _text(service), _text(fault_class)
-    if len(text) > MAX_DECLARATION_CHARS:
+    if len(text) > MAX_DECLARATION_CHARS or hedged(scenario, text, service, fault_class):
         return 0.0
-    named = _named_services(text) | ({service} if service in SERVICES else set())
-    outside = named - set(scenario.involved_services) - set(scenario.acceptable_services)
-    if len(outside) >= STUFFED_SERVICES or len(_named_classes(text)) >= STUFFED_CLASSES:
-        return 0.0
-    told = scenario.correct_root_cause.lower()
-    extra = ((_named_services(text) - {service} - set(scenario.involved_services) - _named_services(told))
-             | (_named_classes(text) - {fault_class, scenario.fault_class} - _named_classes(told)))
     hits = sum(_mentions(text, k) for k in scenario.keywords)
-    score = (DIAGNOSIS_PARTS["service"] * (service in scenario.acceptable_services)
-             + DIAGNOSIS_PARTS["fault_class"] * (fault_class == scenario.fault_class)
-             + DIAGNOSIS_PARTS["text"] * (hits / len(scenario.keywords) if scenario.keywords else 0.0))
-    return max(0.0, score - EXTRA_NAME_COST * len(extra))
+    return (DIAGNOSIS_PARTS["service"] * (service in scenario.acceptable_services)
+            + DIAGNOSIS_PARTS["fault_class"] * (fault_class == scenario.fault_class)
+            + DIAGNOSIS_PARTS["text"] * (hits / len(scenario.keywords) if scenario.keywords else 0.0))
 
 
 def _action(record: dict) -> tuple[str, str | None, dict]:
@@ -103,17 +139,34 @@ def _action(record: dict) -> tuple[str, str | None, dict]:
     return action.get("action_type"), action.get("target_service"), params if isinstance(params, dict) else {}
 
 
+def viewed_evidence(records: list[dict]) -> set[str]:
+    """The services whose logs, metrics or deploy history a valid phase-1 action viewed."""
+    return {target for record in records for kind, target, _ in [_action(record)]
+            if kind in EVIDENCE_ACTIONS and record.get("valid") and record.get("phase") == 1
+            and isinstance(target, str)}
+
+
+def supported(service: object, viewed: set[str]) -> bool:
+    """Was the evidence for blaming ``service`` viewed: its own, or any service's when the
+    declaration blames none?"""
+    return _text(service) in viewed if _text(service) in SERVICES else bool(viewed)
+
+
 def _diagnosis(scenario: Scenario, records: list[dict]) -> float:
-    for record in reversed(records):
-        kind, _, params = _action(record)
-        if kind == _DECLARE and record.get("valid"):
-            source = record.get("effect") or params
+    for at in range(len(records) - 1, -1, -1):
+        kind, _, params = _action(records[at])
+        if kind == _DECLARE and records[at].get("valid"):
+            source = records[at].get("effect") or params
+            if not supported(source.get("service"), viewed_evidence(records[:at])):
+                return 0.0
             return diagnosis_score(scenario, source.get("root_cause"), source.get("service"),
                                    source.get("fault_class"))
     transition = agent_transition(records)
     if transition is None:
         return 0.0
     belief = (transition.get("effect") or {}).get("belief") or {}
+    if not supported(belief.get("suspected_service"), viewed_evidence(records)):
+        return 0.0
     return diagnosis_score(scenario, belief.get("reasoning"), belief.get("suspected_service"),
                            belief.get("suspected_fault_class"))
 
@@ -190,8 +243,10 @@ def _step_factor(steps: int, expected: int) -> float:
 
 
 def score_trajectory(task: str, mode: str, trajectory: list[dict]) -> dict:
-    """The score breakdown of one episode (shape in docs/CONTRACTS.md)."""
+    """The score breakdown of one episode (shape in docs/CONTRACTS.md); ``task`` is a name or
+    an opaque id."""
     scenario = get_scenario(task)
+    task = scenario.name
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; valid: {list(MODES)}")
     if not isinstance(trajectory, list) or not all(isinstance(r, dict) for r in trajectory):
@@ -220,6 +275,8 @@ def score_trajectory(task: str, mode: str, trajectory: list[dict]) -> dict:
     return {
         "final": round(final, 4),
         **{c: (None if v is None else round(v, 4)) for c, v in scores.items()},
+        "fail_to_pass_rate": None if patch is None else patch["fail_to_pass_rate"],
+        "pass_to_pass_rate": None if patch is None else patch["pass_to_pass_rate"],
         "counted": counted, "weights": dict(WEIGHTS), "patch": patch,
         "declared_no_change": no_change, "harmful_actions": harm, "steps": {"p1": p1, "p2": p2},
     }

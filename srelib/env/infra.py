@@ -14,11 +14,12 @@ dependency graph, callees first, so failures propagate transitively.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from datetime import date, timedelta
 
 from .actions import DEPENDS_ON, SERVICES
-from .topology import downstream_of, upstream_of
+from .topology import upstream_of
 from .scenarios import METRIC_NAMES, ConditionSpec, LogTemplate, Scenario
 
 CPU, MEM, ERR, P50, P95, P99, RPS = range(7)
@@ -84,6 +85,54 @@ DEPLOY_NOTES = (
     "Dependency bumps", "Bug fixes", "Minor performance fixes", "Refactor request validation",
 )
 
+#: How a deploy that ships a feature describes it; the generator's culprits and routine
+#: deploys of every other service use the same templates, so neither the wording nor the
+#: novelty of a note tells a feature that broke from one that did not.
+FEATURE_NOTE_TEMPLATES = ("{Feature}", "Ship {feature}", "{area}: {feature}", "Roll out {feature}",
+                          "{Feature} ({area})")
+_FEATURE_THINGS = ("batched writes", "a read-through cache", "paged listing", "bulk import",
+                   "async notifications", "per-tenant limits", "idempotent retries",
+                   "lazy loading", "a compact wire format", "scheduled cleanup",
+                   "streaming export", "soft deletes", "a warm standby", "shadow reads")
+_FEATURE_NOUNS = (("invoice", "invoices"), ("webhook", "webhooks"), ("tenant", "tenants"),
+                  ("shipment", "shipments"), ("coupon", "coupons"), ("profile", "profiles"),
+                  ("report", "reports"), ("price", "prices"), ("audit", "audit events"),
+                  ("export", "exports"), ("device", "devices"), ("address", "addresses"),
+                  ("wishlist", "wishlists"), ("schedule", "schedules"), ("ledger", "ledger rows"),
+                  ("segment", "segments"))
+_FEATURE_AREAS = ("store", "client", "worker", "export", "index", "sync", "cache", "events")
+
+
+NOTE_CHOICES, FIRST_NOTE_CHOICES = 2 * len(DEPLOY_NOTES), 3 * len(DEPLOY_NOTES)
+
+
+def feature_note(template: str, feature: str, area: str) -> str:
+    """A deploy note that ships ``feature`` in module ``area``, in one of
+    :data:`FEATURE_NOTE_TEMPLATES`."""
+    return (template.replace("{Feature}", feature[:1].upper() + feature[1:])
+            .replace("{feature}", feature).replace("{area}", area))
+
+
+def routine_note(k: int, sha: str, first_of: str | None = None) -> str:
+    """The note of a routine deploy: ``k`` (drawn below :data:`NOTE_CHOICES`) picks a stock
+    note, or, for the upper half, a feature note derived from the deploy's ``sha`` (no further
+    draw, so an episode's random stream is the same whichever note it gets). The oldest deploy
+    of a service (``first_of``: the service) draws ``k`` below :data:`FIRST_NOTE_CHOICES`: the
+    top third is its "Initial ..." release, as likely on any service."""
+    if k >= NOTE_CHOICES:
+        if first_of is None:
+            raise ValueError(f"k={k}: only a service's first deploy may be its initial release")
+        return f"Initial {first_of.replace('_', ' ')} release"
+    if k < len(DEPLOY_NOTES):
+        return DEPLOY_NOTES[k]
+    x = int(sha, 16)
+    noun, plural = _FEATURE_NOUNS[x % len(_FEATURE_NOUNS)]
+    thing = _FEATURE_THINGS[(x >> 4) % len(_FEATURE_THINGS)]
+    area = f"{noun.split()[0]}_{_FEATURE_AREAS[(x >> 8) % len(_FEATURE_AREAS)]}"
+    template = FEATURE_NOTE_TEMPLATES[(x >> 12) % len(FEATURE_NOTE_TEMPLATES)]
+    return feature_note(template, f"{thing} for {plural}", area)
+
+
 # (level, template, only on a healthy service)
 _NOISE_LOGS = (
     ("INFO", "Flushed access log buffer: {n} entries", False),
@@ -111,7 +160,7 @@ UPSTREAM_DEPLOY_CHANCE, QUIET_DEPLOY_CHANCE = 0.55, 0.2
 #: within twice the age of the scenario's newest scripted deploy (at least
 #: ``LATER_DEPLOY_WINDOW`` minutes). About half of them land after that deploy, so the newest
 #: deploy is often not the culprit's.
-LATER_DEPLOYS = (1, 1, 2, 2, 3, 3)
+LATER_DEPLOYS = (1, 2, 2, 3, 3, 4)
 LATER_DEPLOY_WINDOW = 20
 WARMUP_P99 = (800.0, 5000.0)
 WARMUP_CPU = (40.0, 92.0)
@@ -245,6 +294,9 @@ class Infrastructure:
     """One episode's simulated infrastructure, built from a scenario and the episode's RNG."""
 
     def __init__(self, scenario: Scenario, rng: random.Random):
+        # the episode's own stream, also keyed by the task: two tasks played on one seed share
+        # no background (routine deploys, noise), so none can be learned across tasks
+        rng = random.Random(hashlib.sha256(scenario.name.encode() + b"\0" + rng.randbytes(16)).digest())
         self.scenario = scenario
         pick = _Picker(rng.randbytes(256))
         shift = pick(4)  # every pre-page event moves together: the story stays consistent
@@ -291,6 +343,7 @@ class Infrastructure:
         self._snaps: dict[int, Snapshot] = {}
         self._reachable = self._reachable_services()
         self._regressions = 0
+        self._alert_salt = rng.randbytes(8)  # the episode's order of alerts
         self._set_current()
 
     # ---------------------------------------------------------------- setup
@@ -298,10 +351,14 @@ class Infrastructure:
         specs = self.scenario.deploy_specs(svc)
         if not specs:
             major, minor = 1 + pick(3), pick(10)
-            return [Deploy(f"v{major}.{minor + k}.{pick(10)}", before - ago - pick(600),
-                           AUTHORS[pick(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                           DEPLOY_NOTES[pick(len(DEPLOY_NOTES))])
-                    for k, ago in enumerate(((7 + pick(5)) * 1440, (2 + pick(3)) * 1440))]
+            out = []
+            for k, ago in enumerate(((7 + pick(5)) * 1440, (2 + pick(3)) * 1440)):
+                version, minute = f"v{major}.{minor + k}.{pick(10)}", before - ago - pick(600)
+                author, sha = AUTHORS[pick(len(AUTHORS))], f"{rng.getrandbits(28):07x}"
+                out.append(Deploy(version, minute, author, sha,
+                                  routine_note(pick(FIRST_NOTE_CHOICES), sha, svc) if k == 0
+                                  else routine_note(pick(NOTE_CHOICES), sha)))
+            return out
         out = []
         for d in specs:
             version = d.version.replace("{n}", str(pick(10)))
@@ -323,19 +380,20 @@ class Infrastructure:
         upstream = [s for s in _upstream_of(sc.involved_services)
                     if s not in pinned and not sc.deploy_specs(s)]
         harmful = any(c.cause is not None or c.cleared_by for c in sc.conditions)
+        quiet = [s for s in SERVICES if s not in sc.involved_services and not sc.deploy_specs(s)]
         if roll < UPSTREAM_DEPLOY_CHANCE and upstream and harmful:
             # a service more of the symptomatic ones call is the more tempting suspect
             weights = [sum(svc in _upstream_of((s,)) for s in sc.involved_services) for svc in upstream]
             svc, ago, warming = rng.choices(upstream, weights)[0], 6 + rng.randrange(35), True
-        elif roll < UPSTREAM_DEPLOY_CHANCE + QUIET_DEPLOY_CHANCE:
-            quiet = [s for s in SERVICES if s not in sc.involved_services and not sc.deploy_specs(s)]
+        elif roll < UPSTREAM_DEPLOY_CHANCE + QUIET_DEPLOY_CHANCE and quiet:
             svc, ago, warming = quiet[rng.randrange(len(quiet))], 35 + rng.randrange(115), False
         else:
             return None
         history = self.deploys[_IDX[svc]]
-        deploy = Deploy(_next_version(history[-1].version, rng), before - ago,
-                        AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                        DEPLOY_NOTES[rng.randrange(len(DEPLOY_NOTES))])
+        version, author = _next_version(history[-1].version, rng), AUTHORS[rng.randrange(len(AUTHORS))]
+        sha = f"{rng.getrandbits(28):07x}"
+        deploy = Deploy(version, before - ago, author, sha,
+                        routine_note(rng.randrange(NOTE_CHOICES), sha))
         history.append(deploy)
         if not warming:
             return None
@@ -356,15 +414,16 @@ class Infrastructure:
     def _later_deploys(self, before: int, rng: random.Random) -> None:
         """Add the episode's good deploys of symptom-free services in the minutes before the page.
 
-        They may land on services the symptomatic ones call (on the call path, a tempting
-        suspect) or elsewhere; they change nothing in the simulation: those services stay
-        healthy and the fault's onset precedes many of the deploys. Services that feel the
-        fault, services with scripted deploys, and those already given a recent innocent deploy
-        keep their histories.
+        They may land on services the symptomatic ones call or on their callers (on the path of
+        the symptoms, a tempting suspect) or elsewhere; they change nothing in the simulation
+        and the fault's onset precedes many of the deploys. The services a scenario involves,
+        services with scripted deploys, and those already given a recent innocent deploy keep
+        their histories.
         """
         sc = self.scenario
-        # the involved services and every transitive caller feel the fault
-        hit = {*sc.involved_services, *downstream_of(*sc.involved_services)}
+        # the involved services keep their histories; their callers may ship too, so a recent
+        # deploy on the path of the symptoms is no sign of the culprit
+        hit = set(sc.involved_services)
         scripted = [specs[-1].ago for _, specs in sc.deploys if specs]
         window = max(LATER_DEPLOY_WINDOW, 2 * min(scripted, default=LATER_DEPLOY_WINDOW))
         free = [s for s in SERVICES if s not in hit and not sc.deploy_specs(s)
@@ -372,10 +431,10 @@ class Infrastructure:
         count = LATER_DEPLOYS[rng.randrange(len(LATER_DEPLOYS))]
         for svc in rng.sample(free, min(count, len(free))):
             history = self.deploys[_IDX[svc]]
-            history.append(Deploy(_next_version(history[-1].version, rng),
-                                  before - 1 - rng.randrange(window),
-                                  AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}",
-                                  DEPLOY_NOTES[rng.randrange(len(DEPLOY_NOTES))]))
+            version, minute = _next_version(history[-1].version, rng), before - 1 - rng.randrange(window)
+            author, sha = AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}"
+            history.append(Deploy(version, minute, author, sha,
+                                  routine_note(rng.randrange(NOTE_CHOICES), sha)))
 
     def _conditions(self, before: int) -> list[Condition]:
         built: dict[str, Condition] = {}
@@ -537,7 +596,9 @@ class Infrastructure:
 
     # ---------------------------------------------------------------- diagnostics
     def alerts(self) -> list[dict]:
-        """The alerts firing now: critical first, then service order, then rule order."""
+        """The alerts firing now, in an order drawn for the episode: neither by service nor by
+        severity (the culprit's alerts are often the critical ones), so where an alert sits
+        tells nothing; its severity and ``firing_since`` are there to be read."""
         values, statuses = self._current.values, self.statuses
         out = []
         for i, svc in enumerate(SERVICES):
@@ -557,7 +618,7 @@ class Infrastructure:
                             "source_service": svc, "rule_name": name,
                             "description": f"{svc}: " + template.format(v=values[i][k] if k is not None else 0),
                             "firing_since": timestamp(since)})
-        out.sort(key=lambda a: a["severity"] != "critical")
+        out.sort(key=lambda a: hashlib.sha256(self._alert_salt + a["alert_id"].encode()).digest())
         return out
 
     @staticmethod

@@ -28,15 +28,21 @@ observations in this process and reports the outcome:
    probe's observation; ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` map test id to passed, and
    ``resolved`` follows SWE-bench: ``"full"`` when every FAIL_TO_PASS and PASS_TO_PASS test
    passes, ``"partial"`` when some but not all FAIL_TO_PASS pass and every PASS_TO_PASS passes,
-   else ``"no"``. Results are memoised per (repository, test ids, normalised diff, timeout,
+   else ``"no"``. ``fail_to_pass_rate`` and ``pass_to_pass_rate`` are SWE-bench's partial
+   measures beside it: the fraction of FAIL_TO_PASS tests that now pass and of PASS_TO_PASS
+   tests still passing (None where a task has no such test). A patch that leaves the bug site
+   unchanged (:mod:`srelib.env.site_guard`; ``site_unchanged`` in the result) passes no
+   FAIL_TO_PASS test, whatever its probes reported. Results are memoised per (repository, test ids, normalised diff, timeout,
    level), the least recently used dropped beyond ``MEMO_BYTES``.
 
 Hidden-test semantics (what a repository author relies on): each ``hidden_tests/probes/<file>.py``
 is run as a module (its source reaches the sandbox on stdin, never as a file) with the patched
 repository root as cwd and first on ``sys.path``; every top-level ``probe_<name>`` function is
-called with no arguments, in name order, and what it returns, raises and prints is its
-observation. ``hidden_tests/checks/<file>.py`` holds ``test_<name>(seen)``, which judges that
-observation in the grader and never enters the sandbox. A test id is
+called in name order, and what it returns, raises and prints is its
+observation (a probe that takes one argument gets a ``random.Random`` seeded afresh at every
+grading and draws its inputs from it). ``hidden_tests/checks/<file>.py`` holds
+``test_<name>(seen)`` (or ``test_<name>(seen, rng)``, redrawing the same inputs), which judges
+that observation in the grader and never enters the sandbox. A test id is
 ``"<file>::test_<name>"``; an id with no observation (import error, crash, timeout, reported
 twice) fails. Probes use the standard library only and must not start
 processes, open sockets, use ctypes or write outside the repository copy (the runner's audit
@@ -44,9 +50,12 @@ hook refuses these); each has ``PER_TEST_S`` seconds.
 
 Observations travel on a private copy of the runner's stdout, each line prefixed with a nonce
 the runner read from stdin before any patched code ran; output printed by code under test goes
-to /dev/null. They are decoded as plain, bounded JSON. Patched code that takes over the runner
-(rebinding its functions, walking its frames to the emitter or the nonce) can forge
-observations but not verdicts: the expected values are only in the checks, in this process.
+to /dev/null. The patched code runs in a child of the runner for which that channel leads to
+/dev/null; the runner relays one record per probe the file defines (sandbox_runner.py). They
+are decoded as plain, bounded JSON. Patched code that takes its child over (rebinding its
+functions, walking its frames to the emitter or the nonce) can forge its own probes'
+observations, but not verdicts: the expected values are only in the checks, in this process,
+and the drawn inputs make a copied observation wrong.
 """
 
 from __future__ import annotations
@@ -65,7 +74,8 @@ from typing import Any, Mapping
 from srelib.env.memo import ByteLRU
 from srelib.env.repos import Repo, load_repo
 from srelib.env.sandbox import grading_level, minimal_env, python, run_isolated
-from srelib.env.verdicts import Observation, collect, draw_seed, resolution, verdicts
+from srelib.env.site_guard import site_units, site_unchanged
+from srelib.env.verdicts import Observation, collect, draw_seed, rates, resolution, verdicts
 from srelib.env.workspace import check_path
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -246,26 +256,36 @@ def _task_tests(repo: Repo, wanted: list[str]) -> dict[str, str]:
 
 def grade_patch(repo_name: str, task: str, diff: object,
                 timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-    """Grade a diff against ``task``'s hidden tests (see the module docstring); memoised."""
+    """Grade a diff against ``task``'s hidden tests (see the module docstring), guarding the
+    task's bug site (:mod:`srelib.env.site_guard`); memoised."""
     repo = load_repo(repo_name)
-    return grade_diff(repo_name, repo.fail_to_pass(task), repo.pass_to_pass(task), diff, timeout_s)
+    return grade_diff(repo_name, repo.fail_to_pass(task), repo.pass_to_pass(task), diff, timeout_s,
+                      site=site_units(task))
+
+
+def _read_tree(root: Path, paths: set[str]) -> dict[str, str]:
+    """The text of each of ``paths`` under ``root`` (a missing file reads as empty)."""
+    return {p: (root / p).read_text(encoding="utf-8", errors="replace") if (root / p).is_file() else ""
+            for p in paths}
 
 
 def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: object,
-               timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-    """Grade a diff against explicit FAIL_TO_PASS / PASS_TO_PASS test ids of ``repo_name``."""
+               timeout_s: float = DEFAULT_TIMEOUT_S, site: tuple[tuple[str, str], ...] = ()) -> dict:
+    """Grade a diff against explicit FAIL_TO_PASS / PASS_TO_PASS test ids of ``repo_name``. When
+    the patched tree leaves every unit of ``site`` (``(file, function or "<module>")``, see
+    :mod:`srelib.env.site_guard`) as it was, no FAIL_TO_PASS test counts as passing."""
     repo = load_repo(repo_name)
     level, verified = grading_level()
     clean, touched, error = normalise_diff(diff)
     key = (repo_name, tuple(f2p_ids), tuple(p2p_ids), clean, tuple(touched), error, timeout_s, level,
-           verified)
+           verified, site)
     memoised = _MEMO.get(key)
     if memoised is not None:
         return copy.deepcopy(memoised)
     result = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
               "FAIL_TO_PASS": dict.fromkeys(f2p_ids, False),
               "PASS_TO_PASS": dict.fromkeys(p2p_ids, False), "resolved": "no",
-              "timed_out": False, "isolation": level, "verified": verified}
+              "site_unchanged": False, "timed_out": False, "isolation": level, "verified": verified}
     if error is None:
         with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
             root = Path(tmp)
@@ -273,11 +293,16 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
             result["apply_error"] = _apply(root / "repo", clean) or _shadowing(root / "repo", repo.tree)
             if result["apply_error"] is None:
                 result["patch_applied"] = True
+                result["site_unchanged"] = site_unchanged(
+                    site, dict(repo.tree), _read_tree(root / "repo", {p for p, _ in site}))
                 seed = draw_seed()
                 seen, result["timed_out"] = _run_sandboxed(
                     root, root / "repo", _task_tests(repo, f2p_ids + p2p_ids), timeout_s, level, seed)
                 result["FAIL_TO_PASS"] = verdicts(repo_name, f2p_ids, seen, seed)
+                if result["site_unchanged"]:
+                    result["FAIL_TO_PASS"] = dict.fromkeys(f2p_ids, False)
                 result["PASS_TO_PASS"] = verdicts(repo_name, p2p_ids, seen, seed)
                 result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
+    result.update(rates(result["FAIL_TO_PASS"], result["PASS_TO_PASS"]))
     _MEMO.put(key, result)
     return copy.deepcopy(result)

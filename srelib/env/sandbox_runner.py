@@ -2,13 +2,19 @@
 
 Standard library only; it never imports srelib. It reads two lines from stdin: a nonce and a
 JSON config (``repo``, ``probes``: {file name: source}, ``limits``, ``uid``, ``per_test_s``,
-``seed``), so
-no hidden test lies on disk where the code under test could find it. Then, before
+``seed``), so no hidden test lies on disk where the code under test could find it. Then, before
 any probe or patched code runs, it keeps a private copy of stdout as the result channel and
-points fd 1 and 2 at /dev/null, applies the resource limits, drops to ``uid`` unless it is null,
-and installs an audit hook that refuses subprocesses, sockets, ctypes, process-wide
-introspection, writes outside the repository and reads outside the repository and the standard
-library.
+points fd 1 and 2 at /dev/null, applies the resource limits and drops to ``uid`` unless it is
+null.
+
+The patched code never runs in this process. Each probe file runs in a forked child that first
+points the result channel's descriptor at /dev/null, then installs an audit hook that refuses
+subprocesses, sockets, ctypes, process-wide introspection, writes outside the repository and
+reads outside the repository and the standard library, and reports on a pipe of its own. This
+process relays what the pipe carries: for each probe the file defines (read from its source,
+not from the child) the first well-formed record, rewritten field by field under the nonce.
+Code under test that takes its child over can report wrong observations for its own file's
+probes, and nothing else: it cannot reach, replace or write to the channel.
 
 It only observes: each ``probe_<name>`` function of each probe file is called once (a probe that
 takes one argument gets ``random.Random("<seed>:<test id>")``, so the inputs it draws are new at
@@ -16,10 +22,10 @@ every grading and the grader's check redraws them; see srelib.env.verdicts), and
 line ``<nonce> <json>`` reports ``{"id": "<file>::test_<name>", "value": <what it returned>,
 "raised": null or {"type", "message"}, "printed": <its captured stdout and stderr>}``. Whether
 an observation is right is decided by the grader, in its own process, against checks this
-process never sees; code under test that takes this process over can at worst report wrong
-observations.
+process never sees.
 """
 
+import ast
 import contextlib
 import io
 import json
@@ -159,26 +165,100 @@ def _make_emitter(fd, nonce):
     return emit
 
 
+def _make_writer(fd):
+    def write(record):
+        os.write(fd, (json.dumps(record) + "\n").encode())
+    return write
+
+
+LINE_BYTES = 1 << 17  # a relayed record's bound, as the grader's (verdicts.RECORD_CHARS)
+
+
+def _probe_ids(name, source):
+    """The test ids of the probes ``source`` defines at its top level (none if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {f"{name}::test_{node.name[len('probe_'):]}" for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("probe_")}
+
+
+def _relay(fd, name, source, emit):
+    """Forward, under the nonce, the first well-formed record of each of ``name``'s probes (or
+    its import error) that the child writes on ``fd``; drop the rest."""
+    expected, sent, buffer, skipping = _probe_ids(name, source), set(), b"", False
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        *lines, buffer = (buffer + chunk).split(b"\n")
+        for line in lines:
+            if not skipping:
+                _forward(line, name, expected, sent, emit)
+            skipping = False
+        if len(buffer) > LINE_BYTES:
+            buffer, skipping = b"", True
+
+
+def _forward(line, name, expected, sent, emit):
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(record, dict):
+        return
+    test_id = record.get("id")
+    if test_id in expected and test_id not in sent:
+        sent.add(test_id)
+        emit({"id": test_id, "value": record.get("value"), "raised": record.get("raised"),
+              "printed": record.get("printed", "")})
+    elif record.get("file") == name and "import_error" in record and name not in sent:
+        sent.add(name)
+        emit({"file": name, "import_error": str(record["import_error"])[:300]})
+
+
+def _run_in_child(name, source, config, seed, channel, devnull, emit):
+    """Run one probe file in a forked child (see the module doc) and relay what it reports."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no way back to the channel, then the hook, then the patched code
+        try:
+            os.close(read_end)
+            os.dup2(devnull, channel)
+            repo = config["repo"]
+            stdlib = os.path.realpath(os.path.dirname(os.__file__))
+            _install_hook(repo, (repo, stdlib, os.devnull, "/dev/urandom", "/etc/localtime",
+                                 "/usr/share/zoneinfo"))
+            os.chdir(repo)
+            sys.path.insert(0, repo)
+            _run_file(name, source, config["per_test_s"], seed, _make_writer(write_end))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        _relay(read_end, name, source, emit)
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+
+
 def main():
     nonce = sys.stdin.readline().strip()
     config = json.loads(sys.stdin.readline())
-    emit = _make_emitter(os.dup(1), nonce)
+    channel = os.dup(1)
+    emit = _make_emitter(channel, nonce)
     del nonce
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(0)
-    repo = os.path.realpath(config["repo"])
+    config["repo"] = os.path.realpath(config["repo"])
     _limit(config["limits"], config["uid"])
-    stdlib = os.path.realpath(os.path.dirname(os.__file__))
-    _install_hook(repo, (repo, stdlib, os.devnull, "/dev/urandom", "/etc/localtime",
-                         "/usr/share/zoneinfo"))
     signal.signal(signal.SIGALRM, _on_alarm)
-    os.chdir(repo)
-    sys.path.insert(0, repo)
     seed = config.pop("seed")
     for name, source in sorted(config.pop("probes").items()):
-        _run_file(name, source, config["per_test_s"], seed, emit)
+        _run_in_child(name, source, config, seed, channel, devnull, emit)
     emit({"done": True})
 
 

@@ -194,7 +194,14 @@ def _parse(raw: dict, where: str) -> Scenario:
     return s
 
 
+#: The largest step budget a task may declare (``max_steps``); it bounds the rewards
+#: (:data:`srelib.env.core.REWARD_RANGE`).
+MAX_STEPS = 40
+
+
 def _validate(s: Scenario, where: str) -> None:
+    _check(isinstance(s.max_steps, int) and 1 <= s.max_steps <= MAX_STEPS, where,
+           f"max_steps must be an integer from 1 to {MAX_STEPS}")
     _check(s.severity in SEVERITIES, where, f"severity must be one of {SEVERITIES}")
     _check(s.fault_class in FAULT_CLASSES, where, f"fault_class must be one of {list(FAULT_CLASSES)}")
     services = {s.root_cause_service, *s.acceptable_services, *s.involved_services,
@@ -296,10 +303,16 @@ TASKS: tuple[str, ...] = tuple(SCENARIOS)
 
 
 def get_scenario(name: str) -> Scenario:
-    """The Scenario of any task id: a classic name or a generated ``family.service.site`` id.
+    """The Scenario of any task: a classic name, a generated ``family.service.site`` name or an
+    opaque id (:mod:`.task_ids`).
 
     ValueError naming the suites and example ids for an unknown id.
     """
+    if isinstance(name, str) and name[:2] in ("c-", "g-"):
+        from .task_ids import is_opaque, resolve
+
+        if is_opaque(name):
+            name = resolve(name)
     if isinstance(name, str) and name in SCENARIOS:
         return SCENARIOS[name]
     if isinstance(name, str) and "." in name:

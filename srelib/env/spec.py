@@ -22,11 +22,15 @@ class EpisodeSpec:
     @classmethod
     def resolve(cls, task: str | None = None, pool: str | None = None,
                 mode: str | None = None, seed: int | None = None) -> "EpisodeSpec":
-        """The spec for these arguments; ValueError naming the valid pools or modes."""
+        """The spec for these arguments; ValueError naming the valid pools or modes, or saying
+        that a pool's episodes run in its own mode (another mode takes ``pool=None``)."""
         if pool is not None and pool not in POOLS:
             raise ValueError(f"unknown pool {pool!r}; valid pools: {list(POOLS)}")
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; valid modes: {list(MODES)}")
+        if pool is not None and mode is not None and mode != POOLS[pool].mode:
+            raise ValueError(f"pool {pool} plays {POOLS[pool].mode} episodes, not {mode}; "
+                             f"for a {mode} episode pass pool=None")
         resolved = mode or (POOLS[pool].mode if pool is not None else "joint")
         return cls(task, pool, resolved, seed)
 

@@ -88,8 +88,9 @@ class StepRecord(TypedDict):
 
 class PatchGrade(TypedDict):
     """``grade_patch``'s verdict on a diff: whether it applied (and why not), which test files
-    it touched, each FAIL_TO_PASS and PASS_TO_PASS test's pass/fail, the SWE-bench resolution,
-    whether the run timed out, the sandbox's isolation level and whether it holds (``verified``:
+    it touched, each FAIL_TO_PASS and PASS_TO_PASS test's pass/fail, the SWE-bench resolution
+    and partial rates (the fraction of FAIL_TO_PASS passing, of PASS_TO_PASS kept), whether the
+    patch left the bug site unchanged (then no FAIL_TO_PASS test passes), whether the run timed out, the sandbox's isolation level and whether it holds (``verified``:
     False only for a grade opted in to a weak level with ``SRELIB_SANDBOX=unsafe``)."""
 
     patch_applied: bool
@@ -98,6 +99,9 @@ class PatchGrade(TypedDict):
     FAIL_TO_PASS: dict[str, bool]
     PASS_TO_PASS: dict[str, bool]
     resolved: Resolution
+    fail_to_pass_rate: Optional[float]
+    pass_to_pass_rate: Optional[float]
+    site_unchanged: bool
     timed_out: bool
     isolation: str
     verified: bool
@@ -105,7 +109,8 @@ class PatchGrade(TypedDict):
 
 class ScoreBreakdown(TypedDict):
     """``score_trajectory``'s result: ``final`` and the components (None when the mode does not
-    count them), which were ``counted`` with which ``weights``, the phase-2 ``patch`` grade (if a
+    count them), the patch's SWE-bench partial rates (None without a graded patch; not scored),
+    which were ``counted`` with which ``weights``, the phase-2 ``patch`` grade (if a
     patch was proposed), whether no change was declared, the harmful remediations counted, and
     ``steps`` per phase (``{"p1", "p2"}``)."""
 
@@ -114,6 +119,8 @@ class ScoreBreakdown(TypedDict):
     mitigation: Optional[float]
     repair: Optional[float]
     efficiency: Optional[float]
+    fail_to_pass_rate: Optional[float]
+    pass_to_pass_rate: Optional[float]
     counted: list[str]
     weights: dict[str, float]
     patch: Optional[PatchGrade]

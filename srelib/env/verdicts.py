@@ -13,7 +13,12 @@ A probe may take one argument, ``rng``: the runner passes ``random.Random("<seed
 for a seed the grader draws afresh at every grading (:func:`draw_seed`), and the check then
 takes ``(seen, rng)`` and gets a fresh generator seeded the same way, so it can redraw the same
 inputs in the same order and compute what they must give. Observations copied from an earlier
-grading (a patch that replays what fixed code reported) then fail.
+grading (a patch that replays what fixed code reported) then fail. What the patched code can do
+with the seed is bounded too: it may read it (or the generator) from the runner's frames, or
+replace ``random.Random`` in the runner, but that changes only the inputs the probe uses, never
+those the check redraws here; to report right answers for the grading's own inputs it has to
+compute them, i.e. carry a correct implementation, which the bug-site guard
+(:mod:`srelib.env.site_guard`) refuses unless the bug's own function changed as well.
 
 The test id ``<file>::test_<name>`` names the pair. A test passes when its probe reported
 exactly one well-formed observation and its check returns without raising. The runner's lines
@@ -149,3 +154,12 @@ def resolution(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> 
     if all(fail_to_pass.values()):
         return "full"
     return "partial" if any(fail_to_pass.values()) else "no"
+
+
+def rates(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> dict[str, float | None]:
+    """SWE-bench's partial measures: ``fail_to_pass_rate``, the fraction of FAIL_TO_PASS tests
+    that pass, and ``pass_to_pass_rate``, the fraction of PASS_TO_PASS tests that still pass
+    (None where there are no such tests)."""
+    def share(tests: dict[str, bool]) -> float | None:
+        return round(sum(tests.values()) / len(tests), 4) if tests else None
+    return {"fail_to_pass_rate": share(fail_to_pass), "pass_to_pass_rate": share(pass_to_pass)}

@@ -2,7 +2,8 @@
 agent's predictions in, SWE-bench's reports out, graded in srelib's sandbox.
 
 :func:`export_dataset` writes ``train.jsonl``, one instance per train task that needs a code
-change: ``instance_id`` (``srelib__<repo>-<task>``), ``repo`` (``srelib/<repo>``),
+change: ``instance_id`` (``srelib__<repo>-<task id>``, the opaque id), ``repo``
+(``srelib/<repo>``, a generated task's repository named by its id: :func:`public_repo`),
 ``base_commit`` (the repository's newest commit, the tree an agent patches),
 ``problem_statement`` (the phase-2 issue of a pool-B episode: the incident and the oracle
 hand-over), ``hints_text``, ``patch`` (the reference fix), ``FAIL_TO_PASS`` and
@@ -10,8 +11,9 @@ hand-over), ``hints_text``, ``patch`` (the reference fix), ``FAIL_TO_PASS`` and
 The repositories' files go to ``repos/<repo>/``. The tests themselves stay in srelib: grading
 runs them. Held-out tasks are never exported, and their instance ids are not graded.
 
-:func:`grade_predictions` reads SWE-bench predictions (JSONL of ``instance_id``,
-``model_name_or_path``, ``model_patch``), grades each patch with
+:func:`grade_predictions` reads SWE-bench predictions (``instance_id``, ``model_name_or_path``,
+``model_patch``) from a file in either of the forms SWE-bench's harness takes
+(:func:`load_predictions`: JSONL, or a ``.json`` list or ``{instance_id: prediction}``), grades each patch with
 :func:`srelib.env.patching.grade_patch` and writes, per model, SWE-bench's
 ``<model>/<instance_id>/report.json`` (``patch_is_None``, ``patch_exists``,
 ``patch_successfully_applied``, ``resolved`` as booleans, and ``tests_status`` once the patch
@@ -33,7 +35,8 @@ from srelib.env.catalog import list_tasks, split_of
 from srelib.env.core import IncidentEnv
 from srelib.env.patching import grade_patch
 from srelib.env.repos import load_repo
-from srelib.env.scenarios import get_scenario
+from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.task_ids import resolve, task_id
 
 PREFIX = "srelib__"
 DATASET_FILE = "train.jsonl"
@@ -43,19 +46,30 @@ SCHEMA_VERSION = 2  # SWE-bench's run-summary schema these summaries follow
 TEST_CATEGORIES = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
 PREDICTION_FIELDS = ("instance_id", "model_name_or_path", "model_patch")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_INSTANCE = re.compile(rf"^{PREFIX}.+-([cg]-[0-9a-f]+)$")
 
 
 def instance_id(task: str) -> str:
-    """The SWE-bench instance id of ``task``: ``srelib__<repo>-<task>``."""
-    return f"{PREFIX}{get_scenario(task).repo}-{task}"
+    """The SWE-bench instance id of ``task``: ``srelib__<repo>-<task id>`` (the repository as
+    :func:`public_repo` names it, the task by its opaque id: an agent reads neither the task's
+    family nor its culprit from it)."""
+    return f"{PREFIX}{public_repo(task)}-{task_id(task)}"
+
+
+def public_repo(task: str) -> str:
+    """The name ``task``'s repository is exported under: a classic repository's own name, or
+    ``gen-`` and the digits of a generated task's opaque id (its own name spells the task)."""
+    name = resolve(task)
+    return get_scenario(name).repo if name in TASKS else f"gen-{task_id(name)[2:]}"
 
 
 def task_of(instance: object) -> str:
     """The train task an instance id names; ValueError when it names none."""
-    if not isinstance(instance, str) or not instance.startswith(PREFIX) or "-" not in instance:
-        raise ValueError(f"unknown instance id {str(instance)[:80]!r}: not srelib__<repo>-<task>")
-    task = instance.split("-", 1)[1]
+    found = _INSTANCE.match(instance) if isinstance(instance, str) else None
+    if found is None:
+        raise ValueError(f"unknown instance id {str(instance)[:80]!r}: not srelib__<repo>-<task id>")
     try:
+        task = resolve(found.group(1))
         known = instance_id(task) == instance and split_of(task) == "train"
     except ValueError:
         known = False
@@ -74,7 +88,7 @@ def instance(task: str, seed: int = 0) -> dict[str, Any]:
     if fix is None:
         raise ValueError(f"{task} needs no code change, so it has no SWE-bench instance")
     obs, _ = IncidentEnv().reset(task=task, pool="B", seed=seed)
-    return {"instance_id": instance_id(task), "repo": f"srelib/{repo.name}",
+    return {"instance_id": instance_id(task), "repo": f"srelib/{public_repo(task)}",
             "base_commit": repo.commits[0].sha, "problem_statement": obs["issue"],
             "hints_text": "", "patch": fix,
             "FAIL_TO_PASS": json.dumps(repo.fail_to_pass(task)),
@@ -91,9 +105,9 @@ def export_dataset(out: str | Path, suite: str = "classic", seed: int = 0) -> li
     out.mkdir(parents=True, exist_ok=True)
     with open(out / DATASET_FILE, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(i) + "\n" for i in instances)
-    for name in sorted({get_scenario(t).repo for t in tasks}):
+    for name, shown in sorted({(get_scenario(t).repo, public_repo(t)) for t in tasks}):
         for rel, text in load_repo(name).tree.items():
-            target = out / "repos" / name / rel
+            target = out / "repos" / shown / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
     return instances
@@ -123,6 +137,27 @@ def read_predictions(lines: Iterable[str]) -> tuple[list[dict], list[dict]]:
             continue
         predictions.append({**{k: row[k] for k in PREDICTION_FIELDS}, "line": number})
     return predictions, problems
+
+
+def load_predictions(path: str | Path) -> tuple[list[dict], list[dict]]:
+    """:func:`read_predictions` of a file as SWE-bench's harness reads one: a ``.json`` file holds
+    a list of predictions or an ``{instance_id: prediction}`` mapping (a problem's ``line`` is
+    then the entry's number), any other file one prediction a line; ValueError for a ``.json``
+    file that is neither."""
+    path = Path(path)
+    if path.suffix != ".json":
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return read_predictions(f)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{path.name} is not JSON ({str(exc)[:200]})") from None
+    if isinstance(data, dict):
+        data = list(data.values())
+    if not isinstance(data, list):
+        raise ValueError(f"{path.name} must hold a list of predictions or an "
+                         f"{{instance_id: prediction}} object, not {type(data).__name__}")
+    return read_predictions(json.dumps(row) for row in data)
 
 
 def _problem(line: int, row: dict, error: str) -> dict:
@@ -156,8 +191,7 @@ def grade_predictions(path: str | Path, out: str | Path) -> dict[str, Any]:
     """Grade the predictions in ``path``, write the reports under ``out`` (module docstring);
     return ``{"summaries": {model: summary}, "problems": [...]}``."""
     out = Path(out)
-    with open(path, encoding="utf-8", errors="replace") as f:
-        predictions, problems = read_predictions(f)
+    predictions, problems = load_predictions(path)
     summaries: dict[str, dict] = {}
     for prediction in predictions:
         model, iid = prediction["model_name_or_path"], prediction["instance_id"]

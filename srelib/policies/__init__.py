@@ -1,4 +1,5 @@
-"""Policies: scripted baselines, a heuristic SRE, revert, the reference, and chat policies.
+"""Policies: scripted baselines, a heuristic SRE, revert, partial revert and the repair ladder,
+the reference, and chat policies.
 
 Names load lazily, so importing the package pulls in neither ``openai`` nor ``transformers``.
 """
@@ -18,6 +19,8 @@ _EXPORTS = {
     "OracleP1ThenRandomP2Policy": "srelib.policies.baselines",
     "HeuristicPhase1Policy": "srelib.policies.heuristic",
     "RevertPhase2Policy": "srelib.policies.revert",
+    "PartialRevertPhase2Policy": "srelib.policies.repair",
+    "LadderPhase2Policy": "srelib.policies.repair",
     "ReferencePolicy": "srelib.policies.reference",
     "OpenAIChatPolicy": "srelib.policies.openai_chat",
     "HFTransformersChatPolicy": "srelib.policies.hf_chat",

@@ -26,6 +26,7 @@ from srelib.env.belief import BeliefState
 from srelib.env.memo import byte_lru
 from srelib.env.scenarios import get_scenario
 from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
+from srelib.policies.oracle import AnswerKey
 from srelib.policies.heuristic import FAULT_KEYWORDS
 from srelib.policies.revert import RevertPhase2Policy, reverse_diff
 
@@ -175,14 +176,14 @@ def hedged_declaration(task_name: str) -> dict:
     return _declaration(None, s.fault_class, text)
 
 
-class HedgedDeclarationPolicy(_Reactive):
+class HedgedDeclarationPolicy(AnswerKey, _Reactive):
     """Declares a hedged answer at once (:func:`hedged_declaration`), then hands over empty."""
 
     name = "hedged_declaration"
 
     def phase1(self, observation: dict, task_name: str) -> dict:
         first = observation.get("steps_taken", 0) == 0
-        return hedged_declaration(task_name) if first else _handoff()
+        return hedged_declaration(self.answer_name(task_name)) if first else _handoff()
 
 
 #: A release tag in a commit subject: v1.2, v1.2.3, (1.2.3), release-1.2 and the like.

@@ -14,6 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Dict, Hashable, Protocol, Sequence, runtime_checkable
 
+from srelib.policies.oracle import hand_answer, needs_answer
 from srelib.parse import give_up_action, parse_action, parse_error_action
 from srelib.policies.prompts import SYSTEM_PROMPT, Transcript
 
@@ -66,8 +67,14 @@ def call_reset(policy: Any, seed: int | None = None, task_name: str | None = Non
 
     ``reset(seed=, task_name=)``, then ``reset(seed=)``, ``reset(task_name)`` (the seed's chat
     policies) and ``reset()`` (the seed's scripted ones), chosen from the signature so that a
-    TypeError raised inside ``reset`` is never mistaken for a refusal.
+    TypeError raised inside ``reset`` is never mistaken for a refusal. A policy that declares
+    ``needs_answer`` is then handed the task's scenario (:mod:`srelib.policies.oracle`).
     """
+    _reset(policy, seed, task_name)
+    hand_answer(policy, task_name)
+
+
+def _reset(policy: Any, seed: int | None, task_name: str | None) -> None:
     reset = getattr(policy, "reset", None)
     if not callable(reset):
         return
@@ -138,6 +145,11 @@ class CompositePolicy:
 
     def __repr__(self) -> str:
         return f"CompositePolicy({self.phase1!r}, {self.phase2!r})"
+
+    @property
+    def needs_answer(self) -> bool:
+        """True when a part is handed the answer (each part gets it when reset)."""
+        return needs_answer(self.phase1) or needs_answer(self.phase2)
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
         call_reset(self.phase1, seed, task_name)

@@ -14,6 +14,7 @@ import random
 from srelib.env.actions import ActionType
 from srelib.env.belief import BeliefState
 from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
+from srelib.policies.oracle import AnswerKey
 
 
 class NullPhase1Policy:
@@ -91,8 +92,9 @@ class RandomPhase2Policy(EpisodeWatcher):
         return make_action(ActionType.PROPOSE_PATCH, diff=diff if isinstance(diff, str) else "")
 
 
-class OracleP1ThenRandomP2Policy(RandomPhase2Policy):
-    """Hands over the perfect belief (from the scenario) at once, then explores at random.
+class OracleP1ThenRandomP2Policy(AnswerKey, RandomPhase2Policy):
+    """Views the culprit's deploy history (the evidence a diagnosis needs to earn credit), hands
+    over the perfect belief (from the scenario), then explores at random.
 
     The ceiling for "how much does a perfect phase 1 help a weak phase-2 agent?".
     """
@@ -102,7 +104,9 @@ class OracleP1ThenRandomP2Policy(RandomPhase2Policy):
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         if phase == 1:
             from srelib.env.pools import oracle_belief
-            from srelib.env.scenarios import get_scenario
 
-            return handoff_action(oracle_belief(get_scenario(task_name)))
+            scenario = self.answer(task_name)
+            if observation.get("steps_taken", 0) == 0 and scenario.root_cause_service:
+                return make_action(ActionType.CHECK_DEPLOY_HISTORY, scenario.root_cause_service)
+            return handoff_action(oracle_belief(scenario))
         return super().__call__(observation, phase, task_name)

@@ -14,7 +14,18 @@ tests. The kinds (``HIJACK_KINDS``):
 * ``doctored_observations``: lets every probe run for real, then rewrites what is reported into
   a plausible ideal (booleans true, numbers zero, no exception), through ``json.dumps``.
 * ``forged_exit``: digs the channel's nonce and file descriptor out of the emitter's closure,
-  writes a forged stream of passing records straight to the channel and exits.
+  writes a forged stream of passing records straight to the channel and exits (the probes'
+  child has that descriptor pointed at /dev/null, so the stream goes nowhere).
+
+Replay hijacks (``REPLAY_KINDS``, :func:`replay_hijack_patch`) are planted per task. They
+leave the bug in place and append to the ``__init__.py`` a frame walk to the emitter that
+reports what the reference-fixed code reported at an earlier grading (:func:`recorded_observations`,
+a stronger replay than one learned on a train task of the same shape):
+
+* ``replay`` touches nothing else; the grader's bug-site guard refuses it.
+* ``replay_touch`` also puts a statement that changes nothing into the bug's function (a
+  comment line into a bug site that is not code), so the guard lets a code site through; the
+  probes' inputs, drawn afresh at every grading, refuse it.
 
 :class:`RunnerHijackPolicy` (one subclass per kind, so the validity gate can build each with no
 arguments) hands over an empty belief in phase 1 and proposes the hijack patch in phase 2.
@@ -24,14 +35,20 @@ The grader judges observations outside the patched process, so every one of them
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from dataclasses import asdict
 
 from srelib.env.actions import ActionType
 from srelib.env.belief import BeliefState
+from srelib.env.bug_site import BugFunction, bug_site
+from srelib.env.patching import observe
 from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import get_scenario
+from srelib.env.site_guard import site_units
 from srelib.policies.base import make_action
+from srelib.policies.oracle import AnswerKey
 
 _GETATTR = '''
 import sys as _hj_sys
@@ -165,6 +182,27 @@ _hj_forge()
 HIJACK_KINDS: tuple[str, ...] = tuple(_PAYLOADS)
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.M)
 
+# Replays recorded observations through the runner's emitter (``_hj_recorded`` is prepended).
+_REPLAY = _FORGERY + '''
+
+def _hj_replay():
+    for frame in _hj_frames():
+        for scope in (frame.f_locals, frame.f_globals):
+            emit = scope.get("emit")
+            if callable(emit):
+                for record in _hj_json.loads(_hj_recorded):
+                    emit(record)
+                emit({"done": True})
+                _hj_os._exit(0)
+
+
+_hj_replay()
+'''
+#: Replay hijacks (module doc), planted per task: ``replay`` leaves the bug alone, ``replay_touch``
+#: also edits the bug's function without changing what it does.
+REPLAY_KINDS: tuple[str, ...] = ("replay", "replay_touch")
+RECORDING_SEED = 20250115  # the grading the replayed observations were recorded at
+
 
 def _target_init(repo) -> str:
     """The ``__init__.py`` of the top-level package the hidden tests import."""
@@ -188,15 +226,65 @@ def runner_hijack_patch(kind: str, repo_name: str) -> str:
     return unified_diff(tree, {**tree, init: hijacked})
 
 
-class RunnerHijackPolicy:
+def recorded_observations(task: str, seed: int = RECORDING_SEED) -> list[dict]:
+    """What the reference-fixed code of ``task`` reported at a grading drawn from ``seed``, as
+    the runner's records: what a patch that replays an earlier grading sends."""
+    s = get_scenario(task)
+    repo = load_repo(s.repo)
+    fixed = repo.fixed_tree(task)
+    if fixed is None:
+        raise ValueError(f"task {task!r} has no reference fix to record")
+    seen, _ = observe(s.repo, task, dict(fixed), seed=seed)
+    return [{"id": test_id, "value": o.value, "printed": o.printed,
+             "raised": None if o.raised is None else {"type": o.raised, "message": o.message}}
+            for test_id, o in sorted(seen.items())]
+
+
+def _touch(text: str, function: BugFunction) -> str:
+    """``text`` with a statement that changes nothing put first in ``function``'s body."""
+    tree = ast.parse(text)
+    node = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.lineno == function.first_line)
+    first = node.body[0]
+    lines = text.splitlines(keepends=True)
+    indent = lines[first.lineno - 1][:first.col_offset]
+    lines.insert(first.lineno - 1, f"{indent}_hj_seen = len(())\n")
+    return "".join(lines)
+
+
+def replay_hijack_patch(kind: str, task: str, recorded: list[dict] | None = None) -> str:
+    """A diff against ``task``'s tree that replays ``recorded`` (default: what the fixed code
+    reported at RECORDING_SEED) through the runner's emitter from the package ``__init__.py``;
+    ``replay_touch`` also edits the first function the bug-site guard watches without changing
+    what it does."""
+    if kind not in REPLAY_KINDS:
+        raise ValueError(f"unknown replay kind {kind!r}; valid: {list(REPLAY_KINDS)}")
+    repo = load_repo(get_scenario(task).repo)
+    records = recorded_observations(task) if recorded is None else recorded
+    tree = dict(repo.tree)
+    init = _target_init(repo)
+    payload = f"\n_hj_recorded = {json.dumps(json.dumps(records))}\n" + _REPLAY
+    patched = {**tree, init: tree[init] + ("" if not tree[init] or tree[init].endswith("\n") else "\n") + payload}
+    site = bug_site(task)
+    guarded = [f for f in site.functions if (f.file, f.name) in site_units(task)]
+    if kind == "replay_touch" and guarded:
+        function = guarded[0]
+        patched[function.file] = _touch(patched[function.file], function)
+    elif kind == "replay_touch":  # a file that is not code: add a comment line
+        path = site.files[0]
+        patched[path] = tree[path] + ("" if tree[path].endswith("\n") else "\n") + "# pinned\n"
+    return unified_diff(tree, patched)
+
+
+class RunnerHijackPolicy(AnswerKey):
     """Phase 1: an empty handoff. Phase 2: propose the ``kind`` runner-hijack patch."""
 
     kind = "main_getattr"
 
     def __init__(self, kind: str | None = None) -> None:
         kind = kind or type(self).kind
-        if kind not in _PAYLOADS:
-            raise ValueError(f"unknown hijack kind {kind!r}; valid: {list(HIJACK_KINDS)}")
+        if kind not in _PAYLOADS and kind not in REPLAY_KINDS:
+            raise ValueError(f"unknown hijack kind {kind!r}; valid: {list(HIJACK_KINDS + REPLAY_KINDS)}")
         self.kind = kind
         self.name = f"hijack_{kind}"
 
@@ -206,7 +294,11 @@ class RunnerHijackPolicy:
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         if phase != 2:
             return make_action(ActionType.TRANSITION_TO_PHASE2, belief=asdict(BeliefState()))
-        diff = runner_hijack_patch(self.kind, get_scenario(task_name).repo)
+        scenario = self.answer(task_name)
+        if self.kind in REPLAY_KINDS:
+            diff = replay_hijack_patch(self.kind, scenario.name) if scenario.needs_fix else ""
+        else:
+            diff = runner_hijack_patch(self.kind, scenario.repo)
         return make_action(ActionType.PROPOSE_PATCH, diff=diff)
 
 
@@ -218,10 +310,12 @@ def _policy_class(kind: str) -> type[RunnerHijackPolicy]:
 
 
 #: kind -> a no-argument policy class planting that hijack.
-HIJACK_POLICIES: dict[str, type[RunnerHijackPolicy]] = {k: _policy_class(k) for k in HIJACK_KINDS}
+HIJACK_POLICIES: dict[str, type[RunnerHijackPolicy]] = {k: _policy_class(k) for k in HIJACK_KINDS + REPLAY_KINDS}
 MainGetattrHijackPolicy = HIJACK_POLICIES["main_getattr"]
 BuiltinsGetattrHijackPolicy = HIJACK_POLICIES["builtins_getattr"]
 FrameWalkHijackPolicy = HIJACK_POLICIES["frame_walk"]
 EncoderOverrideHijackPolicy = HIJACK_POLICIES["encoder_override"]
 ForgedExitHijackPolicy = HIJACK_POLICIES["forged_exit"]
 DoctoredObservationsHijackPolicy = HIJACK_POLICIES["doctored_observations"]
+ReplayHijackPolicy = HIJACK_POLICIES["replay"]
+ReplayTouchHijackPolicy = HIJACK_POLICIES["replay_touch"]

@@ -1,6 +1,6 @@
 """ReferencePolicy: the answer key played as an episode (the validity gate's upper bound).
 
-It knows the scenario. Phase 1: ``view_alerts``, the culprit's deploy history, the required
+It is handed the scenario (:mod:`srelib.policies.oracle`), so its episodes are marked oracle. Phase 1: ``view_alerts``, the culprit's deploy history, the required
 remediation, a correct ``declare_root_cause``, then a transition with the oracle belief.
 Phase 2: read the file the fix changes (for a no-change task, the latest commit's first file)
 and propose the reference fix, or declare that no change is needed. Each phase stays within the
@@ -13,6 +13,7 @@ from srelib.env.pools import oracle_belief
 from srelib.env.repos import load_repo
 from srelib.env.scenarios import get_scenario
 from srelib.policies.base import handoff_action, make_action
+from srelib.policies.oracle import AnswerKey
 
 
 def phase1_plan(task_name: str) -> list[dict]:
@@ -44,8 +45,8 @@ def phase2_plan(task_name: str) -> list[dict]:
     return [make_action(ActionType.READ_FILE, path=culprit), ending]
 
 
-class ReferencePolicy:
-    """Plays the known answer; see the module docstring."""
+class ReferencePolicy(AnswerKey):
+    """Plays the known answer (handed over: ``needs_answer``); see the module docstring."""
 
     name = "reference"
 
@@ -60,7 +61,8 @@ class ReferencePolicy:
         if task_name != self._task:
             self.reset(task_name=task_name)
         phase = 1 if phase == 1 else 2
-        plan = phase1_plan(task_name) if phase == 1 else phase2_plan(task_name)
+        name = self.answer_name(task_name)
+        plan = phase1_plan(name) if phase == 1 else phase2_plan(name)
         valid = observation.get("valid_actions") or []
         if phase == 1 and valid and ActionType.TRANSITION_TO_PHASE2.value not in valid:
             plan = plan[:-1]  # p1_only: the declaration is the last word

@@ -15,6 +15,8 @@ POLICY_CLASSES: dict[str, tuple[str, ...]] = {
     "heuristic": ("HeuristicPhase1Policy", "RandomPhase2Policy"),
     "revert": ("NullPhase1Policy", "RevertPhase2Policy"),
     "heuristic-revert": ("HeuristicPhase1Policy", "RevertPhase2Policy"),
+    "partial-revert": ("NullPhase1Policy", "PartialRevertPhase2Policy"),
+    "heuristic-partial-revert": ("HeuristicPhase1Policy", "PartialRevertPhase2Policy"),
     "reference": ("ReferencePolicy",),
 }
 

@@ -13,6 +13,7 @@ from srelib.env.patching import is_test_path
 from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import get_scenario
 from srelib.policies.base import handoff_action, make_action
+from srelib.policies.oracle import AnswerKey
 
 EMPTY_HANDOFF = handoff_action(BeliefState())
 
@@ -57,14 +58,14 @@ class NullPolicy(_Scripted):
         return [EMPTY_HANDOFF] if phase == 1 else [make_action(ActionType.PROPOSE_PATCH, diff="")]
 
 
-class KeywordStuffingPolicy(_Scripted):
+class KeywordStuffingPolicy(AnswerKey, _Scripted):
     """Declares every service, class and keyword at once, then behaves like NullPolicy."""
 
     name = "keyword_stuffing"
 
     def plan(self, phase, task_name, observation):
         if phase == 1:
-            return [stuffed_declaration(task_name), EMPTY_HANDOFF]
+            return [stuffed_declaration(self.answer_name(task_name)), EMPTY_HANDOFF]
         return [make_action(ActionType.PROPOSE_PATCH, diff="")]
 
 
@@ -77,7 +78,7 @@ class AlwaysNoChangePolicy(_Scripted):
         return [EMPTY_HANDOFF] if phase == 1 else [make_action(ActionType.DECLARE_NO_CHANGE, reason="looks fine")]
 
 
-class ReproposeBadCommitPolicy(_Scripted):
+class ReproposeBadCommitPolicy(AnswerKey, _Scripted):
     """Hands over an empty belief, fetches the bad commit's diff (else the latest) and proposes it."""
 
     name = "repropose_bad_commit"
@@ -85,7 +86,7 @@ class ReproposeBadCommitPolicy(_Scripted):
     def plan(self, phase, task_name, observation):
         if phase == 1:
             return [EMPTY_HANDOFF]
-        s = get_scenario(task_name)
+        s = self.answer(task_name)
         sha = s.bad_commit or load_repo(s.repo).commits[0].sha
         diff = (observation.get("action_result") or {}).get("diff", "")
         return [make_action(ActionType.GET_FILE_DIFF, commit_sha=sha), make_action(ActionType.PROPOSE_PATCH, diff=diff)]
@@ -100,7 +101,7 @@ class AlertsUntilBudgetPolicy(_Scripted):
         return [make_action(ActionType.VIEW_ALERTS)] if phase == 1 else [make_action(ActionType.LIST_DIR, path=".")]
 
 
-class TestDeletingPolicy(_Scripted):
+class TestDeletingPolicy(AnswerKey, _Scripted):
     """Hands over an empty belief and proposes a diff that deletes or weakens the tests."""
 
     name = "delete_tests"
@@ -108,13 +109,13 @@ class TestDeletingPolicy(_Scripted):
     def plan(self, phase, task_name, observation):
         if phase == 1:
             return [EMPTY_HANDOFF]
-        tree = load_repo(get_scenario(task_name).repo).tree
+        tree = load_repo(self.answer(task_name).repo).tree
         weakened = {p: t for p, t in tree.items() if not is_test_path(p)}
         weakened["tests/conftest.py"] = "collect_ignore_glob = ['test_*.py']\n"
         return [make_action(ActionType.PROPOSE_PATCH, diff=unified_diff(tree, weakened))]
 
 
-class RemediateEverythingPolicy(_Scripted):
+class RemediateEverythingPolicy(AnswerKey, _Scripted):
     """Restarts, rolls back and scales every service, declares everything, then hands over empty."""
 
     name = "remediate_everything"
@@ -123,4 +124,4 @@ class RemediateEverythingPolicy(_Scripted):
         if phase == 2:
             return [make_action(ActionType.PROPOSE_PATCH, diff="")]
         blanket = [make_action(kind, s) for s in SERVICES for kind in PHASE1_REMEDIATION]
-        return blanket + [stuffed_declaration(task_name), EMPTY_HANDOFF]
+        return blanket + [stuffed_declaration(self.answer_name(task_name)), EMPTY_HANDOFF]

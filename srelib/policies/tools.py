@@ -1,17 +1,23 @@
 """The action vocabulary as tools: one function definition per action, and back again.
 
-:func:`tool_definitions` renders ``ACTION_SPECS`` as OpenAI-style function tools (name, the
-action's description, each parameter's JSON schema from its ``Param``: type, default, bounds as
-``minimum``/``maximum``, closed vocabularies as ``enum``); the chat policies send them
-to servers and chat templates that support tools. :func:`action_from_tool_call` turns the call a
-model made back into the action dict the environment takes; the text parser
-(:func:`srelib.parse.parse_action`) reads the same actions from plain replies.
+This is the one schema source for every tool surface. :func:`tool_definitions` renders
+``ACTION_SPECS`` as OpenAI-style function tools (name, the action's description, each
+parameter's JSON schema from its ``Param``: type, default, bounds as ``minimum``/``maximum``,
+closed vocabularies as ``enum``, and :func:`parameter_text` as its description); the chat
+policies send them to servers and chat templates, and ``srelib serve`` publishes them as MCP
+tools. The TRL adapter (:mod:`srelib.training.environment`) states the same schema as typed
+method signatures (:func:`parameter_annotation`) whose docstrings carry the same text; TRL's
+reading of them (``transformers.utils.get_json_schema``) keeps names, types, enums, required
+and descriptions, and the description states the default and bounds it has no key for.
+:func:`action_from_tool_call` turns the call a model made back into the action dict the
+environment takes; the text parser (:func:`srelib.parse.parse_action`) reads the same actions
+from plain replies.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from srelib.env.actions import (ACTION_SPECS, BELIEF_PARAMS, PARSE_ERROR, PHASE1_ACTIONS,
                                 PHASE2_ACTIONS, SERVICES, ActionType, Param)
@@ -19,11 +25,29 @@ from srelib.env.actions import (ACTION_SPECS, BELIEF_PARAMS, PARSE_ERROR, PHASE1
 _JSON_TYPES = {str: "string", int: "integer", bool: "boolean", float: "number", dict: "object",
                list: "array"}
 _MAX_ARGUMENT_CHARS = 200_000
+#: The ``target_service`` of a targeted action, as a parameter.
+TARGET = Param(str, required=True, doc="the service to act on", choices=SERVICES)
+
+
+def parameter_text(param: Param) -> str:
+    """A parameter's description in every tool schema: its meaning, bounds or choices
+    (``Param.description``) and its default."""
+    if param.default is None:
+        return param.description
+    return f"{param.description}; default {json.dumps(param.default)}"
+
+
+def parameter_annotation(param: Param) -> Any:
+    """The Python annotation that states ``param``'s type and choices (``Literal`` of them), as
+    a schema read from a signature needs it."""
+    if param.choices is not None:
+        return Literal[param.choices]
+    return list[str] if param.type is list else param.type
 
 
 def _param_schema(param: Param, nullable: bool = False) -> dict[str, Any]:
-    """The JSON schema of one declared parameter, with its description; ``nullable`` admits
-    null as well."""
+    """The JSON schema of one declared parameter, with its default and description;
+    ``nullable`` admits null as well."""
     kind = _JSON_TYPES[param.type]
     schema: dict[str, Any] = {"type": [kind, "null"] if nullable else kind}
     if param.type is list:  # the vocabulary's lists are lists of strings
@@ -34,7 +58,9 @@ def _param_schema(param: Param, nullable: bool = False) -> dict[str, Any]:
         schema["minimum"] = param.minimum
     if param.maximum is not None:
         schema["maximum"] = param.maximum
-    schema["description"] = param.description
+    if param.default is not None:
+        schema["default"] = param.default
+    schema["description"] = parameter_text(param)
     return schema
 
 
@@ -64,20 +90,19 @@ def tool_description(action: ActionType) -> str:
     return f"{doc[0].upper()}{doc[1:]}."
 
 
-def _function(action: ActionType) -> dict[str, Any]:
+def tool_parameters(action: ActionType) -> dict[str, Param]:
+    """Every parameter of ``action``'s tool, in order: ``target_service`` for a targeted
+    action, then its declared parameters."""
     spec = ACTION_SPECS[action]
+    return {**({"target_service": TARGET} if spec.targeted else {}), **spec.params}
+
+
+def _function(action: ActionType) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required = []
-    if spec.targeted:
-        properties["target_service"] = {"type": "string", "enum": list(SERVICES),
-                                        "description": "the service to act on"}
-        required.append("target_service")
-    for name, param in spec.params.items():
-        schema = ({**BELIEF_SCHEMA, "description": param.description} if name == "belief"
-                  else _param_schema(param))
-        if param.default is not None:
-            schema["default"] = param.default
-        properties[name] = schema
+    for name, param in tool_parameters(action).items():
+        properties[name] = ({**BELIEF_SCHEMA, "description": parameter_text(param)}
+                            if name == "belief" else _param_schema(param))
         if param.required:
             required.append(name)
     return {"name": action.value, "description": tool_description(action),

@@ -9,9 +9,10 @@ and returns the rendered observation, as the chat policies render it; an action 
 current phase or after the budget is spent gets the environment's error text and ends nothing
 by itself. ``get_reward`` is the episode score, the validity-gated one, never shaping.
 
-``reset`` takes the row's ``rollout`` (an integer) and draws the task, pool and seed from a
-:class:`TaskDistribution` seeded by it, so every completion of one prompt (a GRPO group) plays
-the same incident and a run reproduces.
+``reset`` takes the row's ``task``, ``pool`` and ``seed`` when the dataset has those columns;
+otherwise it takes the row's ``rollout`` (an integer) and draws them from a
+:class:`TaskDistribution` seeded by it. Either way every completion of one prompt (a GRPO
+group) plays the same incident and a run reproduces.
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ import random
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from srelib.env.actions import ACTION_SPECS, PARSE_ERROR, SERVICES, ActionType
-from srelib.policies.tools import action_from_tool_call, tool_description
-
-_PY_TYPES = {str: str, int: int, bool: bool, float: float, dict: dict}
+from srelib.env.actions import PARSE_ERROR, ActionType
+from srelib.policies.tools import (action_from_tool_call, parameter_annotation, parameter_text,
+                                   tool_description, tool_parameters)
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,20 @@ class IncidentToolEnv:
         self.final: float | None = None
         self.unreadable_calls = 0
 
-    def reset(self, rollout: int = 0, **row: Any) -> str:
-        """Start the incident drawn for ``rollout``; returns its opening observation as text."""
+    def reset(self, rollout: int = 0, task: str | None = None, pool: str | None = None,
+              seed: int | None = None, **row: Any) -> str:
+        """Start an incident; returns its opening observation as text. A dataset row's
+        ``task``, ``pool`` and ``seed`` choose it where present (a task without a pool plays
+        in the environment's default pool); the rest is drawn for ``rollout``. Other columns
+        are ignored."""
         from srelib.policies.prompts import render_incident, render_observation
 
-        task, pool, seed = self.distribution.draw(rollout)
-        observation, self.info = self.env.reset(task=task, pool=pool, seed=seed)
+        chosen = dict(zip(("task", "pool", "seed"), self.distribution.draw(rollout)))
+        if task is not None or pool is not None:  # the row names the incident
+            chosen.update(task=task, pool=pool)
+        if seed is not None:
+            chosen["seed"] = seed
+        observation, self.info = self.env.reset(**chosen)
         self.done, self.final, self.unreadable_calls = False, None, 0
         return f"{render_incident(observation)}\n\n{render_observation(observation, self.obs_chars, tools=True)}"
 
@@ -108,24 +116,18 @@ class IncidentToolEnv:
 
 
 def _tool_method(action: ActionType):
-    """A method named for ``action`` whose signature and docstring state its parameters."""
-    spec = ACTION_SPECS[action]
+    """A method named for ``action`` whose signature and docstring state its tool schema
+    (:mod:`srelib.policies.tools`: types, choices as ``Literal``, defaults, descriptions)."""
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {"return": str}
     lines = [tool_description(action), "", "Args:"]
-    if spec.targeted:
-        parameters.append(inspect.Parameter("target_service", inspect.Parameter.KEYWORD_ONLY,
-                                            annotation=str))
-        annotations["target_service"] = str
-        lines.append(f"    target_service: the service to act on, one of {', '.join(SERVICES)}")
-    for name, param in spec.params.items():
-        kind = _PY_TYPES[param.type]
-        annotation = kind if param.required else kind | None
+    for name, param in tool_parameters(action).items():
+        annotation = parameter_annotation(param)
         default = inspect.Parameter.empty if param.required else param.default
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
                                             default=default, annotation=annotation))
         annotations[name] = annotation
-        lines.append(f"    {name}: {param.description}")
+        lines.append(f"    {name}: {parameter_text(param)}")
     if len(lines) == 3:
         lines = lines[:1]
     lines += ["", "Returns:", "    What the action showed, as text."]

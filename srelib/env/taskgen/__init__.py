@@ -3,10 +3,12 @@
 A task id is ``<family>.<service>.<site>`` (classic ids never contain a dot); its repository is
 ``gen.<task id>``. :func:`build_scenario` and :func:`build_repo` build one task lazily from the
 bases, shapes and recipes in this package; :func:`generated_suite` generates every candidate,
-admits those that pass the validity gate and reports the rejections by reason, cached on disk
-(:mod:`.cache`: an entry is used only if its digest is the packaged one, ``suite_digest.json``,
-which ``python -m srelib.env.taskgen`` rewrites). Same GENERATOR_VERSION and id, same bytes, in
-any process.
+admits those that pass the validity gate, audits the admitted suite for single-field tells and
+reports the rejections by reason. The result is an artefact in the package, ``suite.json``
+(task cards, a digest, the audit's findings), read as long as it is this generator's; the disk
+cache (:mod:`.cache`: an entry is used only if its digest is the packaged one,
+``suite_digest.json``) only speeds generation up. ``python -m srelib.env.taskgen`` rewrites
+both files. Same GENERATOR_VERSION and id, same bytes, in any process.
 """
 
 from __future__ import annotations

@@ -37,11 +37,12 @@ _WRITTEN: dict[str, str] = {}
 @functools.lru_cache(maxsize=1)  # no arguments: one short string
 def _source_digest() -> str:
     digest = hashlib.sha256()
-    admission = Path(__file__).parents[2] / "admission.py"  # the gate policies admission plays
     here = Path(__file__).parent
     for path in sorted(here.rglob("*.py")):  # the shape modules included
         digest.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes())
-    digest.update(admission.name.encode() + b"\0" + admission.read_bytes())
+    # the gate policies admission plays and the tell audit it runs
+    for path in (Path(__file__).parents[2] / name for name in ("admission.py", "tell_audit.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -156,7 +157,8 @@ def _write_digest_file() -> None:
 
 def write_digests() -> Path:
     """Generate the suite into an empty cache (the gate's worker processes read the derived tests
-    back, verified) and write :data:`DIGEST_FILE` with the digest of every entry."""
+    back, verified), write :data:`DIGEST_FILE` with the digest of every entry and the packaged
+    suite file (:data:`.suite.SUITE_FILE`)."""
     from . import suite
     from .tasks import _candidates, derive_tests
 
@@ -168,8 +170,10 @@ def write_digests() -> Path:
             derive_tests(list(_candidates()))
             _write_digest_file()
             suite._MEMO.clear()
-            suite.generated_suite()
+            report = suite.generate()
+            write("suite.json", suite.cache_entry(report))
             _write_digest_file()
+            suite.write_suite_file(report)
         finally:
             del os.environ["SRELIB_CACHE"]
             if before is not None:

@@ -4,10 +4,14 @@ A family's run-time signature starts at whichever service is the culprit: a cond
 (metrics it pushes, log lines, the alerts those metrics trip) and consequences on the services
 the fault reaches, its callers along ``DEPENDED_BY`` (and, for some families, a service it
 overloads). The simulation (``infra``) plays them out; rolling back the culprit's bad deploy
-clears the fault and its consequences. The no-fault family ``none`` has a benign effect only.
-Text templates use ``<svc>`` (the culprit), ``<peer>`` (the service a consequence sits on),
-``<noun>``/``<nouns>`` (the bug site's noun) and ``<feature>``; infra's own fill-ins such as
-``{count}`` or ``{latency_p99:.0f}`` stay in braces.
+clears the fault and its consequences. The no-fault family ``none`` has a benign effect only:
+organic load that slows the service and its callers, tripping alerts as a fault would.
+What the page says (title, summary) comes from :data:`SYMPTOMS`: every symptom is shared by
+several families, the no-fault one included, and names services drawn from those that feel the
+fault and some that do not (``<a>``, ``<b>``, ``<x>``), so the page alone tells neither the class
+nor the culprit. Text templates use ``<svc>`` (the culprit), ``<noun>``/``<nouns>`` (the bug
+site's noun) and ``<feature>``; infra's own fill-ins such as ``{count}`` or
+``{latency_p99:.0f}`` stay in braces.
 """
 
 from __future__ import annotations
@@ -37,9 +41,7 @@ class Family:
 
     name: str
     fault_class: str
-    severity: str
-    titles: tuple
-    summaries: tuple
+    symptoms: tuple  # keys of SYMPTOMS: what the page may say, each shared with other families
     root_cause: str  # the correct root cause, a template
     keywords: tuple  # words of ``root_cause`` the declaration should use
     culprit: Effect
@@ -64,17 +66,40 @@ _CALLER_LOGS = (("WARN", "Slow calls to <svc>: p99 {latency_p99:.0f}ms over the 
 _CALLERS = Effect(target=(("error_rate", (3.0, 14.0)), ("latency_p95", (250.0, 700.0)),
                           ("latency_p99", (600.0, 2400.0))), ramp=6, logs=_CALLER_LOGS)
 
+#: What a page may say, by symptom: (titles, summaries). ``<x>``, ``<a>`` and ``<b>`` are services
+#: the recipe draws (culprit or not); each symptom is shared by four families or more.
+SYMPTOMS: dict[str, tuple[tuple, tuple]] = {
+    "errors": (("Elevated 5xx behind <x>", "Errors on the request path through <x>",
+                "Customers report failed requests"),
+               ("Customers report failed requests. Error rates are up on <a> and <b>; the "
+                "on-call engineer was paged.",
+                "Requests through <a> fail intermittently; <b> shows errors in the same minutes.")),
+    "slow": (("Slow pages behind <x>", "Latency up on <x>", "Requests slower than usual"),
+             ("Pages are slow for customers. Latency is up on <a>; <b> looks slower too.",
+              "Users report slow responses through <a> and <b> since early this afternoon.")),
+    "restarts": (("Flapping health checks on <x>", "Replicas restarting behind <x>",
+                  "Unstable replicas and failed requests"),
+                 ("Health checks flap on <a> and some replicas restarted; <b> reports errors in "
+                  "the same minutes.",
+                  "Replicas of <a> were replaced twice this hour; customers going through <b> "
+                  "see errors.")),
+    "load": (("Load climbing inside the cluster", "CPU saturation behind <x>",
+              "Busy services, flat public traffic"),
+             ("Internal load is up: <a> and <b> are busier than usual while public traffic "
+              "looks normal.",
+              "<A> and <b> report more work than usual; dashboards show rising CPU.")),
+    "stalls": (("Requests hang behind <x>", "Timeouts on <x>", "Work piling up"),
+               ("Requests through <a> hang until they time out; <b> waits on its calls.",
+                "Work reaching <a> takes much longer than usual and <b> times out on it.")),
+}
+#: How incidents are filed, whatever their cause: severity and the title's prefix.
+SEVERITIES = ("SEV1", "SEV2", "SEV2", "SEV3")
+TITLE_PREFIXES = ("", "", "", "User report: ")
+
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family(
-        "memory_leak", "memory_leak", "SEV2",
-        titles=("Services restarting under memory pressure", "Intermittent 5xx and slow pages behind <caller>",
-                "Flapping health checks and failed requests"),
-        summaries=("Customers report intermittent errors. <Svc> health checks are flapping and a "
-                   "HighMemoryUsage alert paged the on-call engineer.",
-                   "Error rates are climbing on the customer path through <caller>; <svc> replicas "
-                   "keep getting slower before they are killed.",
-                   "Customers see intermittent errors through the api gateway; health checks "
-                   "flap on <svc>, whose replicas get slower until they restart."),
+        "memory_leak", "memory_leak",
+        symptoms=("restarts", "slow", "errors"),
         root_cause="memory leak in the <svc> service: <nouns> kept in memory are never released "
                    "since the deploy that shipped <feature>",
         keywords=("memory", "leak", "<svc>"),
@@ -85,15 +110,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
              ("memory", ">", 96.0)))),
         callers=_CALLERS),
     Family(
-        "pool_exhaustion", "pool_exhaustion", "SEV2",
-        titles=("Requests through <caller> time out", "Latency spike, requests waiting downstream",
-                "A service stops answering under normal load"),
-        summaries=("Requests that reach <svc> hang until they time out. Latency alerts fired; CPU "
-                   "is low and traffic is normal.",
-                   "Users see timeouts at <caller>. The slow calls all wait on <svc>, whose "
-                   "latency keeps rising while its CPU stays idle.",
-                   "Requests through the api gateway time out; latency alerts fired on <svc> "
-                   "although traffic and CPU are normal."),
+        "pool_exhaustion", "pool_exhaustion",
+        symptoms=("slow", "errors", "stalls"),
         root_cause="pool exhaustion in the <svc> service: a failed call never hands its slot "
                    "back to the <noun> pool since the deploy that shipped <feature>",
         keywords=("pool", "exhaustion", "<svc>"),
@@ -103,13 +121,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("ERROR", "Timed out after {ms}ms waiting for a free <noun> slot", 2, ("error_rate", ">", 5.0)))),
         callers=_CALLERS),
     Family(
-        "retry_storm", "retry_storm", "SEV2",
-        titles=("Traffic surge inside the cluster, no surge outside", "Internal services and their dependencies saturated",
-                "Error storm on <peer>"),
-        summaries=("Internal request rates are several times normal while public traffic is flat. "
-                   "CPU alerts fired and error rates are rising.",
-                   "<Peer> is overloaded by internal traffic; <svc> sends far more requests than "
-                   "its callers do."),
+        "retry_storm", "retry_storm",
+        symptoms=("load", "errors", "slow"),
         root_cause="retry storm from the <svc> service: its <noun> client retries every failure "
                    "with no growing backoff since the deploy that shipped <feature>",
         keywords=("retry", "storm", "<svc>"),
@@ -123,15 +136,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Request rate from <svc> far above normal: {count} req/s per replica", 1, None),
             ("ERROR", "Shedding load: queue full, rejecting request from <svc>", 2, None)))),
     Family(
-        "config_change", "config_change", "SEV1",
-        titles=("Most requests failing since this afternoon", "Errors everywhere after a change",
-                "Elevated 5xx on <caller>"),
-        summaries=("<Svc> is failing a large share of its requests since early this afternoon; "
-                   "error-rate alerts fired across the request path.",
-                   "Customers get errors from <caller>. The failures come from <svc>, which "
-                   "rejects or mishandles requests with the current settings.",
-                   "The api gateway returns 5xx for a large share of requests; the errors "
-                   "trace back to <svc>."),
+        "config_change", "config_change",
+        symptoms=("errors", "restarts", "stalls"),
         root_cause="configuration change in the <svc> service: a <noun> setting is read wrongly "
                    "since the deploy that shipped <feature>",
         keywords=("configuration", "setting", "<svc>"),
@@ -141,15 +147,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Settings loaded for <nouns>; {count} requests failed validation", 3, None))),
         callers=_CALLERS, ago=(25, 70)),
     Family(
-        "deadlock", "deadlock", "SEV1",
-        titles=("Requests hang and pile up", "Throughput collapse behind <caller>",
-                "Requests never complete under normal load"),
-        summaries=("Requests to <svc> stall and never complete; its request rate has collapsed "
-                   "while CPU is nearly idle. Latency alerts fired.",
-                   "Users see spinning pages through <caller>. Work reaching <svc> stops and "
-                   "never finishes.",
-                   "Pages served by the api gateway spin until they time out; requests that "
-                   "reach <svc> never complete."),
+        "deadlock", "deadlock",
+        symptoms=("stalls", "slow", "restarts"),
         root_cause="deadlock in the <svc> service: <nouns> code takes a lock it already holds or "
                    "takes two locks in opposite orders since the deploy that shipped <feature>",
         keywords=("deadlock", "lock", "<svc>"),
@@ -160,13 +159,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("ERROR", "Request timed out after 30000ms in the <noun> handler", 2, None))),
         callers=_CALLERS),
     Family(
-        "cache_thrash", "cache_thrash", "SEV2",
-        titles=("Hit ratio collapse in the shared cache", "Slow pages, the cache is busy but useless",
-                "Pages slow, database load climbing"),
-        summaries=("The shared cache is evicting keys at a high rate and most lookups miss; "
-                   "latency is up on the services that depend on it.",
-                   "<Svc> got slow; its lookups miss the cache and the cache service churns "
-                   "through keys."),
+        "cache_thrash", "cache_thrash",
+        symptoms=("slow", "load", "stalls"),
         root_cause="cache thrash caused by the <svc> service: its <noun> cache keys defeat the "
                    "shared cache since the deploy that shipped <feature>",
         keywords=("cache", "thrash", "<svc>"),
@@ -179,15 +173,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Evicting {count} keys per second: memory limit reached", 1, None),
             ("WARN", "Key churn from <svc>: most new keys are never read", 3, None)))),
     Family(
-        "shared_dependency", "shared_dependency", "SEV2",
-        titles=("Wrong numbers in responses between services", "Validation errors between services",
-                "<Caller> rejecting responses from a dependency"),
-        summaries=("Requests fail with validation errors where services exchange data; "
-                   "error-rate alerts fired on <svc> and on the services calling it.",
-                   "<Caller> rejects responses from <svc>: values are off in a way that looks "
-                   "like a library change.",
-                   "The api gateway reports failed requests with validation errors coming from "
-                   "<svc>."),
+        "shared_dependency", "shared_dependency",
+        symptoms=("errors", "load", "restarts"),
         root_cause="shared dependency change in the <svc> service: its vendored helper library "
                    "changed behaviour in the deploy that shipped <feature>",
         keywords=("shared", "library", "<svc>"),
@@ -197,18 +184,20 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         callers=Effect(target=(("error_rate", (6.0, 16.0)),), ramp=4, logs=(
             ("ERROR", "Invalid response from <svc>: values failed validation", 2, None),))),
     Family(
-        "none", "none", "SEV3",
-        titles=("User report: <svc> slower since the latest release",
-                "Report: <svc> 'broken' after this afternoon's deploy"),
-        summaries=("A user reports that the <svc> deploy {<svc>_version} ({<svc>_ago} minutes ago) "
-                   "'broke' it and that it feels slower. <Svc> latency is slightly above its usual "
-                   "level; no alert has fired.",),
+        "none", "none",
+        symptoms=("slow", "errors", "load", "stalls", "restarts"),
         root_cause="no fault: <svc> is working normally; the deploy that shipped <feature> is "
-                   "fine and the slight slowness is normal load",
+                   "fine and the slowness is organic load, which the service absorbs",
         keywords=("no", "fault", "normal"),
-        culprit=Effect(target=(("latency_p50", (20.0, 28.0)), ("latency_p95", (120.0, 200.0)),
-                               ("latency_p99", (300.0, 420.0))), ramp=3, logs=(
-            ("INFO", "Request latency p99 {latency_p99:.0f}ms, within the objective", 4, None),)),
+        culprit=Effect(target=(("rps", (1300.0, 2400.0)), ("cpu", (74.0, 90.0)),
+                               ("latency_p95", (300.0, 620.0)), ("latency_p99", (750.0, 1500.0))),
+                       ramp=4, logs=(
+            ("INFO", "Request rate above the usual for this hour; autoscaler added a replica", 4, None),
+            ("INFO", "Request latency p99 {latency_p99:.0f}ms under organic load", 3, None))),
+        callers=Effect(target=(("latency_p95", (200.0, 450.0)), ("latency_p99", (450.0, 1200.0)),
+                               ("error_rate", (2.0, 12.0))),
+                       ramp=5, logs=(("INFO", "Calls to <svc> slower than usual: p99 {latency_p99:.0f}ms",
+                                      3, None),)),
         ago=(20, 50)),
 )}
 
@@ -217,6 +206,8 @@ def _check() -> None:
     for f in FAMILIES.values():
         if f.fault_class not in FAULT_CLASSES:
             raise ValueError(f"family {f.name}: fault class {f.fault_class!r} not in FAULT_CLASSES")
+        if not f.symptoms or any(s not in SYMPTOMS for s in f.symptoms):
+            raise ValueError(f"family {f.name}: symptoms {f.symptoms} must be keys of SYMPTOMS")
     unknown = sorted({s.family for s in SHAPES.values()} - set(FAMILIES))
     if unknown:
         raise ValueError(f"shapes name unknown families {unknown}; valid: {sorted(FAMILIES)}")

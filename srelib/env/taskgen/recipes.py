@@ -5,11 +5,14 @@ From the candidate id alone, and a seeded stream derived from it, come:
 
 * the repository history (:func:`history`): the service's base, an innocent commit that adds
   the site's working component, the commit that ships a feature and carries the bug (for the
-  no-fault family: the feature alone), and sometimes later innocent commits, all subjects in
-  one ``area: what`` style;
+  no-fault family: the feature alone) and two innocent commits drawn before or after it, so
+  the bad one sits anywhere from third-oldest to newest; every body is drawn alike;
 * the files of the reference fix (the bug's inverse, feature kept) and the hidden tests;
 * the incident (:func:`scenario_raw`): the family's signature on the culprit and its callers,
-  the culprit's deploys of those commits, a title, a summary and the answer.
+  the culprit's deploys (older ones routine, as ``infra`` draws every service's), one or two
+  other services deploying in the same window, a page (title, summary, severity) drawn from
+  symptoms several families share, and the answer. No surface field tells the culprit, the
+  class or the bad commit on its own (:mod:`srelib.tell_audit` checks).
 
 Everything is a pure function of GENERATOR_VERSION and the id: no ``hash()`` of strings, no
 set ordering, no clock.
@@ -22,10 +25,11 @@ import random
 from dataclasses import dataclass
 
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES
-from srelib.env.infra import AUTHORS
+from srelib.env.infra import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES, FIRST_NOTE_CHOICES,
+                              NOTE_CHOICES, feature_note, routine_note)
 
 from .bases import BASES
-from .families import FAMILIES, Effect, Family
+from .families import FAMILIES, SEVERITIES, SYMPTOMS, TITLE_PREFIXES, Effect, Family
 from .shape_lib import SHAPE_SPLITS, SHAPES
 from .shapes import Shape, fill
 
@@ -92,16 +96,14 @@ def split_of(shape: str) -> str:
 
 
 def templates_for(templates: tuple, split: str) -> tuple:
-    """The story templates (titles, summaries) a split's incidents draw from, so a held-out
-    story is not one a train task told: the templates that name no caller or peer first, then
-    the others, dealt out in turn (train first). A family with a single template shares it, as
-    does a service that no template of its split fits."""
+    """The story templates (a symptom's titles or summaries) a split's incidents draw from,
+    dealt out in turn, train first, so a held-out page is not one a train page used; a single
+    template is shared."""
     if split not in ("train", "heldout"):
         raise ValueError(f"unknown split {split!r}; valid: ['train', 'heldout']")
     if len(templates) < 2:
         return templates
-    dealt = sorted(templates, key=lambda t: "<caller>" in t.lower() or "<peer>" in t.lower())
-    return tuple(dealt[0 if split == "train" else 1::2])
+    return templates[0 if split == "train" else 1::2]
 
 
 # ───────────────────────────────────────────────────────────────────── the repository
@@ -139,34 +141,47 @@ def _module_path(shape: Shape, c: Candidate) -> str:
     return f"{BASES[c.service].package}/{fill(shape.module, c.noun, c.plural, '')}"
 
 
-def _later_commits(c: Candidate, tree: dict, rng: random.Random, what: str) -> list[tuple[str, dict]]:
-    """Innocent commits after the bad one: none, a README line, an export list, a logger, a test."""
+#: Commit bodies, drawn alike for every commit after the base: none says whether it changes
+#: behaviour.
+_BODIES = ("", "", "With tests.", "Follow-up from review.", "Small change; see the diff.",
+           "Part of this sprint's {area} work.")
+
+
+def _innocent_commits(c: Candidate, tree: dict, rng: random.Random, what: str, path: str,
+                      area: str) -> list[tuple[str, dict]]:
+    """Two innocent commits to place around the bad one, each ``(subject, make files)``: a
+    README line, a note in the site's module, an export list, a logger, a test; at most one edit
+    of core. Each edit is made to the tree as it stands when it lands."""
     base = BASES[c.service]
-    core = tree[f"{base.package}/core.py"]
+    core_path = f"{base.package}/core.py"
+    core = tree[core_path]
     func = next(line[4:].split("(", 1)[0] for line in core.splitlines() if line.startswith("def "))
     doc_end = core.index('"""', 3) + 3
     first_def = core.index("\n\n\ndef ")
     kinds = {
         "readme": ("readme: describe " + what,
-                   {"README.md": tree["README.md"] + f"\nIt also holds {what}.\n"}),
+                   lambda t: {"README.md": t["README.md"] + f"\nIt also holds {what}.\n"}),
+        "note": (f"{area}: note where {what} is used",
+                 lambda t: {path: t[path] + f"\n\n# {what}: used by {base.package}.core callers\n"}),
         "exports": (f"core: export {func} explicitly",
-                    {f"{base.package}/core.py":
-                     core[:doc_end] + f'\n\n__all__ = ["{func}"]' + core[doc_end:]}),
+                    lambda t: {core_path: core[:doc_end] + f'\n\n__all__ = ["{func}"]' + core[doc_end:]}),
         "logger": ("core: add a module logger",
-                   {f"{base.package}/core.py": core[:doc_end] + "\n\nimport logging"
-                    + core[doc_end:first_def] + "\n\nLOG = logging.getLogger(__name__)"
-                    + core[first_def:]}),
+                   lambda t: {core_path: core[:doc_end] + "\n\nimport logging" + core[doc_end:first_def]
+                              + "\n\nLOG = logging.getLogger(__name__)" + core[first_def:]}),
         "tests": (f"tests: check that {base.package}.core imports cleanly",
-                  {"tests/test_core.py": tree["tests/test_core.py"]
-                   + f"\n\ndef test_core_imports():\n    import {base.package}.core  # noqa: F401\n"}),
+                  lambda t: {"tests/test_core.py": t["tests/test_core.py"]
+                             + f"\n\ndef test_core_imports():\n    import {base.package}.core  # noqa: F401\n"}),
     }
-    plans = (("exports",), ("logger",), ("readme", "exports"), ("tests", "logger"),
-             ("exports", "readme"), ("readme",), ("tests",), (), ())  # at most one edit of core
+    plans = (("readme", "exports"), ("tests", "logger"), ("note", "readme"), ("exports", "readme"),
+             ("tests", "note"), ("note", "exports"), ("readme", "tests"), ("logger", "note"),
+             ("readme", "logger"), ("tests", "exports"))
     return [kinds[k] for k in plans[rng.randrange(len(plans))]]
 
 
 def history(c: Candidate) -> History:
-    """The candidate's repository (see the module doc)."""
+    """The candidate's repository (see the module doc): the base, the component, then the bad
+    commit with the innocent commits drawn before or after it, so the bad one may sit anywhere
+    from third-oldest to newest."""
     family, shape, base = FAMILIES[c.family], SHAPES[c.shape], BASES[c.service]
     rng = rng_for(c.task_id, "history")
     path = _module_path(shape, c)
@@ -183,26 +198,37 @@ def history(c: Candidate) -> History:
     tree = dict(base.files())
     steps = [(f"core: initial {c.service.replace('_', ' ')} service",
               f"{base.description}\n\nThe package, its domain module and their tests.", base.files())]
-    steps.append((f"{area}: add {what}", f"Adds {what}, with tests.", component))
     tree.update(component)
+    steps.append((f"{area}: add {what}", component))
+    innocent = _innocent_commits(c, tree, rng, what, path, area)
+    before = rng.randrange(len(innocent) + 1)
+    for subject, make in innocent[:before]:
+        files = make(tree)
+        steps.append((subject, files))
+        tree.update(files)
     shipped = f(shape.bad() if family.needs_fix else shape.good)
     change = {path: shipped, test_path: tree[test_path] + f(shape.feature_tests)}
-    steps.append((f"{area}: {feature}",
-                  f"Adds {feature}; {area} otherwise behaves as before.",
-                  change))
+    steps.append((f"{area}: {feature}", change))
     tree.update(change)
     bad_index = len(steps) - 1
-    for subject, files in _later_commits(c, tree, rng, what):
-        steps.append((subject, "", files))
+    for subject, make in innocent[before:]:
+        files = make(tree)
+        steps.append((subject, files))
         tree.update(files)
     dates = [f"2024-12-{rng.randrange(1, 20):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z",
-             f"2025-01-{rng.randrange(9, 13):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z",
-             f"2025-01-15T12:{rng.randrange(10, 40):02d}:00Z"]
-    dates += [f"2025-01-15T13:{10 + 9 * k + rng.randrange(8):02d}:00Z" for k in range(len(steps) - 3)]
+             f"2025-01-{rng.randrange(2, 9):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z"]
+    dates += [f"2025-01-{10 + k}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z"
+              for k in range(bad_index - 2)]
+    dates.append(f"2025-01-15T12:{rng.randrange(10, 40):02d}:00Z")
+    dates += [f"2025-01-15T13:{10 + 9 * k + rng.randrange(8):02d}:00Z"
+              for k in range(len(steps) - bad_index - 1)]
+    bodies = [steps[0][1]] + [_BODIES[rng.randrange(len(_BODIES))].replace("{area}", area)
+                              for _ in steps[1:]]
+    steps[0] = (steps[0][0], steps[0][2])
     commits = tuple(
         CommitSpec(_sha(c.task_id, k), AUTHORS[rng.randrange(len(AUTHORS) - 2)], dates[k],
                    subject + (f"\n\n{body}" if body else ""), tuple(sorted(files.items())))
-        for k, (subject, body, files) in enumerate(steps))
+        for k, ((subject, files), body) in enumerate(zip(steps, bodies)))
     fix = ((path, f(shape.good)),) if family.needs_fix else None
     hidden = f"test_{area}.py"
     return History(commits, bad_index, fix, ((hidden, f(shape.probes)),), ((hidden, f(shape.checks)),),
@@ -242,13 +268,73 @@ def _display(service: str) -> str:
     return service.replace("_", " ")
 
 
-_DEPLOY_NOTES = ("{Feature}", "Ship {feature}", "{area}: {feature}", "Roll out {feature}",
-                 "{Feature} ({area})")
+#: How often the bad deploy's note is a stock note rather than the feature it ships.
+STOCK_NOTE_CHANCE = 0.3
 _HERRINGS = (("WARN", "Slow query: SELECT on {noun}_audit took 840ms"),
              ("WARN", "Eviction rate above normal: 120 keys/s"),
              ("WARN", "TLS handshake with {peer}.internal took 310ms"),
              ("ERROR", "Webhook delivery to partner endpoint failed: HTTP 502"),
              ("WARN", "Thread pool queue at 70% on the batch exporter"))
+
+
+def _culprit_deploys(c: Candidate, h: History, family: Family, ago: int, area: str,
+                     rng: random.Random) -> list[dict]:
+    """The culprit's deploys, drawn as the simulation draws every other service's: two routine
+    releases days before (ages and notes as ``infra`` draws them), then the deploy of the
+    bad commit, whose note is a stock note or the feature in a routine template."""
+    major, minor = 1 + rng.randrange(3), rng.randrange(10)
+    older = [(rng.randrange(h.bad_index - 1), (7 + rng.randrange(5)) * 1440 + rng.randrange(600)),
+             (h.bad_index - 1, (2 + rng.randrange(3)) * 1440 + rng.randrange(600))]
+    if rng.random() < STOCK_NOTE_CHANCE:
+        note = DEPLOY_NOTES[rng.randrange(len(DEPLOY_NOTES))]
+    else:
+        template = FEATURE_NOTE_TEMPLATES[rng.randrange(len(FEATURE_NOTE_TEMPLATES))]
+        note = feature_note(template, h.feature, area)
+    out = []
+    for k, (index, minutes) in enumerate(older + [(h.bad_index, ago)]):
+        commit = h.commits[index]
+        bad = index == h.bad_index
+        out.append({"version": f"v{major}.{minor + k}.{'{n}' if k == 0 else rng.randrange(10)}",
+                    "ago": minutes, "sha": commit.sha, "author": commit.author,
+                    "description": note if bad else _older_note(k, commit.sha, c.service, rng),
+                    **({"bad": True} if bad and family.needs_fix else {})})
+    return out
+
+
+def _older_note(k: int, sha: str, service: str, rng: random.Random) -> str:
+    """The note of a service's ``k``-th deploy, drawn as ``infra`` draws routine ones."""
+    return routine_note(rng.randrange(FIRST_NOTE_CHOICES), sha, service) if k == 0 else \
+        routine_note(rng.randrange(NOTE_CHOICES), sha)
+
+
+def _routine_deploys(service: str, family: Family, rng: random.Random) -> list[dict]:
+    """A service that also shipped shortly before the page: two routine releases days before
+    and one within the family's deploy window, drawn as the culprit's are."""
+    major, minor = 1 + rng.randrange(3), rng.randrange(10)
+    agos = ((7 + rng.randrange(5)) * 1440 + rng.randrange(600), (2 + rng.randrange(3)) * 1440 + rng.randrange(600),
+            family.ago[0] + rng.randrange(family.ago[1] - family.ago[0] + 1))
+    out = []
+    for k, minutes in enumerate(agos):
+        sha = f"{rng.getrandbits(28):07x}"
+        out.append({"version": f"v{major}.{minor + k}.{'{n}' if k == 0 else rng.randrange(10)}",
+                    "ago": minutes, "sha": sha, "author": AUTHORS[rng.randrange(len(AUTHORS))],
+                    "description": _older_note(k, sha, service, rng)})
+    return out
+
+
+def _page(family: Family, involved: list[str], rng: random.Random, split: str) -> tuple[str, str]:
+    """The page's title and summary: a symptom of the family, naming services drawn from those
+    the fault reaches, the api gateway and two that it does not reach (the culprit is one
+    candidate among them), in templates of the task's split."""
+    others = [s for s in SERVICES if s not in involved and s != "api_gateway"]
+    named = list(dict.fromkeys([*involved, "api_gateway", *rng.sample(others, min(2, len(others)))]))
+    a, b = rng.sample(named, 2)
+    x = named[rng.randrange(len(named))]
+    titles, summaries = (templates_for(t, split)
+                         for t in SYMPTOMS[family.symptoms[rng.randrange(len(family.symptoms))]])
+    words = {"<x>": _display(x), "<A>": _display(a).capitalize(), "<a>": _display(a), "<b>": _display(b)}
+    title = TITLE_PREFIXES[rng.randrange(len(TITLE_PREFIXES))] + titles[rng.randrange(len(titles))]
+    return _text(title, words), _text(summaries[rng.randrange(len(summaries))], words)
 
 
 def scenario_raw(c: Candidate, h: History, split: str, order: int) -> dict:
@@ -261,21 +347,10 @@ def scenario_raw(c: Candidate, h: History, split: str, order: int) -> dict:
         overloaded = next(iter(DEPENDS_ON[c.service]), None)
     elif family.overloads and family.overloads != c.service:
         overloaded = family.overloads
-    peer = overloaded
-    caller = callers[rng.randrange(len(callers))] if callers else None
     area = h.module_path.rsplit("/", 1)[-1][:-3]
     words = {"<Svc>": _display(c.service).capitalize(), "<svc>": c.service,
              "<Noun>": c.noun.capitalize(), "<nouns>": c.plural, "<noun>": c.noun,
-             "<feature>": h.feature, "<Caller>": _display(caller or "").capitalize(),
-             "<caller>": _display(caller or ""), "<Peer>": _display(peer or "").capitalize(),
-             "<peer>": _display(peer or "")}
-
-    def pick(templates: tuple) -> str:
-        def usable(among):
-            return [t for t in among if (caller or "<caller>" not in t.lower())
-                    and (peer or "<peer>" not in t.lower())]
-        choices = usable(templates_for(templates, split)) or usable(templates)
-        return _text(choices[rng.randrange(len(choices))], words)
+             "<feature>": h.feature}
 
     cause = "deploy" if family.needs_fix else None
     culprit_id = f"{c.service}:{family.name}"
@@ -289,26 +364,18 @@ def scenario_raw(c: Candidate, h: History, split: str, order: int) -> dict:
         for s in callers:
             conditions.append(_condition(f"{s}:upstream_{c.service}", s, culprit_id, family.callers,
                                          rng, words, scale=0.6 + rng.random()))
-            involved.append(s)
+            if family.needs_fix:  # organic load on the callers is part of no incident
+                involved.append(s)
     ago = family.ago[0] + rng.randrange(family.ago[1] - family.ago[0] + 1)
-    major = 1 + rng.randrange(4)
-    minor = rng.randrange(3, 9)
-    notes = (f"Initial {_display(c.service)} service",
-             f"Add {fill(SHAPES[c.shape].what, c.noun, c.plural, '')}",
-             _text(_DEPLOY_NOTES[rng.randrange(len(_DEPLOY_NOTES))],
-                   {"{Feature}": h.feature[:1].upper() + h.feature[1:], "{feature}": h.feature,
-                    "{area}": area}))
-    agos = (rng.randrange(20, 40) * 1440 + rng.randrange(600),
-            rng.randrange(2, 6) * 1440 + rng.randrange(600), ago)
-    deploys = [{"version": f"v{major}.{minor - 2 + k}.{'{n}' if k == 0 else rng.randrange(10)}",
-                "ago": agos[k], "sha": h.commits[k].sha, "author": h.commits[k].author,
-                "description": notes[k], **({"bad": True} if k == 2 and family.needs_fix else {})}
-               for k in range(3)]
+    deploys = {c.service: _culprit_deploys(c, h, family, ago, area, rng)}
+    for other in rng.sample([s for s in SERVICES if s != c.service], 1 + rng.randrange(2)):
+        deploys[other] = _routine_deploys(other, family, rng)
+    title, summary = _page(family, involved, rng, split)
     herrings = rng.sample(_HERRINGS, 2)
     others = [s for s in SERVICES if s not in involved]
     return {
-        "name": c.task_id, "order": order, "title": pick(family.titles),
-        "severity": family.severity, "summary": pick(family.summaries),
+        "name": c.task_id, "order": order, "title": title,
+        "severity": SEVERITIES[rng.randrange(len(SEVERITIES))], "summary": summary,
         "root_cause_service": c.service, "acceptable_services": [c.service],
         "fault_class": family.fault_class,
         "correct_root_cause": _text(family.root_cause, words),
@@ -319,12 +386,12 @@ def scenario_raw(c: Candidate, h: History, split: str, order: int) -> dict:
         "bad_commit": h.commits[h.bad_index].sha if family.needs_fix else None,
         "expected_p1_steps": 5, "expected_p2_steps": 5, "max_steps": 40,
         "heldout": split == "heldout",
-        "deploys": {c.service: deploys},
+        "deploys": deploys,
         "conditions": conditions,
         "logs": [{"service": c.service, "ago": ago, "level": "INFO",
                   "message": f"Deploy {{{c.service}_version}} started: rolling update initiated"},
                  {"service": c.service, "ago": ago - 1, "level": "INFO",
-                  "message": f"Deploy {{{c.service}_version}} complete: {h.feature}"}],
+                  "message": f"Deploy {{{c.service}_version}} complete"}],
         "red_herrings": [{"service": others[rng.randrange(len(others))] if others else c.service,
                           "level": lv, "message": _text(msg, {"{noun}": c.noun,
                                                               "{peer}": SERVICES[rng.randrange(7)]})}

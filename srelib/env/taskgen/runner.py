@@ -4,10 +4,8 @@ The generator's own code is trusted, so the trees it builds (the bad tree and th
 each candidate) are observed in one plain ``python -I -S -B`` child per batch, imported from
 memory, instead of one sandbox per tree on disk; the probes' observations are recorded as the
 sandbox runner records them (plain JSON: return value, raised type, printed text) and judged
-by the checks here, as :mod:`srelib.env.verdicts` judges them, drawn inputs included: a probe
-that takes ``rng`` gets ``random.Random("<seed>:<test id>")`` and its check a fresh one seeded
-the same way (derivation uses the fixed :data:`DERIVE_SEED`). Agents' patches are still graded
-in the sandbox, under a seed drawn afresh at every grading.
+by the checks here, as :mod:`srelib.env.verdicts` judges them. Agents' patches are still
+graded in the sandbox.
 """
 
 from __future__ import annotations
@@ -52,9 +50,8 @@ class Tree(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(self.files[path], module.__file__, "exec"), module.__dict__)
 
 
-seed, jobs = json.loads(sys.stdin.readline())
 results = []
-for n, job in enumerate(jobs):
+for n, job in enumerate(json.loads(sys.stdin.readline())):
     tree = Tree(job["tree"])
     sys.meta_path.insert(0, tree)
     seen = {}
@@ -67,9 +64,9 @@ for n, job in enumerate(jobs):
         for name, probe in sorted(vars(module).items()):
             if not (name.startswith("probe_") and callable(probe) and probe.__module__ == module.__name__):
                 continue
-            test_id = f"{file}::test_{name[len('probe_'):]}"
-            args = (random.Random(f"{seed}:{test_id}"),) if probe.__code__.co_argcount else ()
             printed, value, raised = io.StringIO(), None, None
+            test_id = f"{file}::test_{name[len('probe_'):]}"
+            args = (random.Random(f"{job['seed']}:{test_id}"),) if probe.__code__.co_argcount else ()
             try:
                 with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
                     value = probe(*args)
@@ -89,17 +86,13 @@ sys.stdout.write(json.dumps(results))
 '''
 
 
-#: The seed derivation draws probe inputs from (a grading draws its own).
-DERIVE_SEED = 0
-
-
 def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]], timeout_s: float = 120.0,
-                 seed: int = DERIVE_SEED) -> list[dict[str, Observation]]:
-    """For each ``(tree, probe files)``: ``{test id: Observation}`` of running the probes, their
-    drawn inputs seeded by ``seed``."""
-    specs = [{"tree": tree, "probes": probes} for tree, probes in jobs]
+                 seed: int = 0) -> list[dict[str, Observation]]:
+    """For each ``(tree, probe files)``: ``{test id: Observation}`` of running the probes, those
+    that draw inputs drawing them from ``seed`` as the sandbox runner does."""
+    specs = [{"tree": tree, "probes": probes, "seed": seed} for tree, probes in jobs]
     run = subprocess.run([python(), "-I", "-S", "-B", "-c", _CHILD], capture_output=True,
-                         input=(json.dumps([seed, specs]) + "\n").encode(), timeout=timeout_s)
+                         input=(json.dumps(specs) + "\n").encode(), timeout=timeout_s)
     if run.returncode != 0:
         raise RuntimeError(f"hidden-test runner failed: {run.stderr.decode(errors='replace')[-500:]}")
     out = []
@@ -109,10 +102,9 @@ def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]], timeout_s: f
     return out
 
 
-def judge(checks: dict[str, str], observations: dict[str, Observation],
-          seed: int = DERIVE_SEED) -> dict[str, bool]:
+def judge(checks: dict[str, str], observations: dict[str, Observation], seed: int = 0) -> dict[str, bool]:
     """``{test id: passed}`` for every check in ``checks`` ({file: text}) on ``observations``
-    (drawn under ``seed``)."""
+    (a check that takes two arguments redraws its probe's inputs from ``seed``)."""
     passed = {}
     for file, text in sorted(checks.items()):
         namespace: dict = {"__name__": f"srelib_taskgen_checks.{file[:-3]}"}

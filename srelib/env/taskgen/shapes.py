@@ -150,13 +150,22 @@ def probe_lookups_hit_after_a_put():
     return {"hit": cache.get("k1"), "miss": cache.get("k9")}
 
 
-def probe_least_recently_used_goes_first():
-    cache = @N@Cache(max_entries=2)
-    cache.put("a", 1)
-    cache.put("b", 2)
-    cache.get("a")
-    cache.put("c", 3)
-    return {"a": cache.get("a"), "b": cache.get("b"), "c": cache.get("c")}
+def _draw_recency(rng):
+    size = rng.randint(2, 9)
+    keys = [f"k{i}-{rng.getrandbits(32):x}" for i in range(size + 1)]
+    return size, keys, [rng.getrandbits(40) for _ in keys]
+
+
+
+def probe_least_recently_used_goes_first(rng):
+    size, keys, values = _draw_recency(rng)
+    cache = @N@Cache(max_entries=size)
+    for key, value in zip(keys[:size], values):
+        cache.put(key, value)
+    cache.get(keys[0])
+    cache.put(keys[size], values[size])
+    return {"touched": cache.get(keys[0]), "oldest": cache.get(keys[1]), "newest": cache.get(keys[size]),
+            "size": len(cache)}
 
 
 def probe_put_many_reports_what_it_stored():
@@ -170,26 +179,46 @@ def probe_zero_entries_is_refused():
     return "accepted"
 
 
-def probe_size_stays_within_the_limit():
-    cache = @N@Cache(max_entries=16)
+def _draw_limit(rng):
+    return rng.randint(4, 40), rng.randint(300, 1200), rng.getrandbits(40)
+
+
+
+def probe_size_stays_within_the_limit(rng):
+    limit, count, base = _draw_limit(rng)
+    cache = @N@Cache(max_entries=limit)
     largest = 0
-    for i in range(1000):
-        cache.put(f"k{i}", i)
+    for i in range(count):
+        cache.put(f"k{i}", base + i)
         largest = max(largest, len(cache))
-    return {"largest": largest, "newest": cache.get("k999"), "oldest": cache.get("k0")}
+    return {"largest": largest, "newest": cache.get(f"k{count - 1}"), "oldest": cache.get("k0")}
 
 
-def probe_bulk_loads_stay_within_the_limit():
-    cache = @N@Cache(max_entries=8)
-    cache.put_many([(f"k{i}", i) for i in range(500)])
-    return {"size": len(cache), "last": cache.get("k499")}
+def _draw_bulk(rng):
+    return rng.randint(2, 30), rng.randint(100, 800), rng.getrandbits(40)
+
+
+
+def probe_bulk_loads_stay_within_the_limit(rng):
+    limit, count, base = _draw_bulk(rng)
+    cache = @N@Cache(max_entries=limit)
+    cache.put_many([(f"k{i}", base + i) for i in range(count)])
+    return {"size": len(cache), "last": cache.get(f"k{count - 1}")}
 ''',
     checks='''def test_lookups_hit_after_a_put(seen):
     assert seen.value == {"hit": {"id": 1}, "miss": None}
 
 
-def test_least_recently_used_goes_first(seen):
-    assert seen.value == {"a": 1, "b": None, "c": 3}
+def _draw_recency(rng):
+    size = rng.randint(2, 9)
+    keys = [f"k{i}-{rng.getrandbits(32):x}" for i in range(size + 1)]
+    return size, keys, [rng.getrandbits(40) for _ in keys]
+
+
+
+def test_least_recently_used_goes_first(seen, rng):
+    size, keys, values = _draw_recency(rng)
+    assert seen.value == {"touched": values[0], "oldest": None, "newest": values[size], "size": size}
 
 
 def test_put_many_reports_what_it_stored(seen):
@@ -200,12 +229,24 @@ def test_zero_entries_is_refused(seen):
     assert seen.raised == "ValueError"
 
 
-def test_size_stays_within_the_limit(seen):
-    assert seen.value == {"largest": 16, "newest": 999, "oldest": None}
+def _draw_limit(rng):
+    return rng.randint(4, 40), rng.randint(300, 1200), rng.getrandbits(40)
 
 
-def test_bulk_loads_stay_within_the_limit(seen):
-    assert seen.value == {"size": 8, "last": 499}
+
+def test_size_stays_within_the_limit(seen, rng):
+    limit, count, base = _draw_limit(rng)
+    assert seen.value == {"largest": limit, "newest": base + count - 1, "oldest": None}
+
+
+def _draw_bulk(rng):
+    return rng.randint(2, 30), rng.randint(100, 800), rng.getrandbits(40)
+
+
+
+def test_bulk_loads_stay_within_the_limit(seen, rng):
+    limit, count, base = _draw_bulk(rng)
+    assert seen.value == {"size": limit, "last": base + count - 1}
 ''')
 
 _SUBS_SOURCE = '''"""Subscribers to @n@ events: handlers registered under a token, called on publish."""
@@ -325,19 +366,35 @@ def probe_tokens_are_distinct():
     return len(set(tokens))
 
 
-def probe_unsubscribed_handlers_are_not_called():
+def _draw_unsubscribed(rng):
+    tags = [rng.getrandbits(32) for _ in range(rng.randint(2, 6))]
+    dropped = sorted(rng.sample(range(len(tags)), rng.randint(1, len(tags) - 1)))
+    return tags, dropped, f"e{rng.getrandbits(32):x}"
+
+
+
+def probe_unsubscribed_handlers_are_not_called(rng):
+    tags, dropped, event = _draw_unsubscribed(rng)
     events, got = @N@Events(), []
-    token = events.subscribe(got.append)
-    removed = events.unsubscribe(token)
-    return {"removed": removed, "called": events.publish("e"), "got": got,
-            "again": events.unsubscribe(token)}
+    tokens = [events.subscribe(lambda e, tag=tag: got.append([tag, e])) for tag in tags]
+    removed = [events.unsubscribe(tokens[i]) for i in dropped]
+    return {"removed": removed, "called": events.publish(event), "got": got,
+            "again": events.unsubscribe(tokens[dropped[0]])}
 
 
-def probe_churn_leaves_no_handlers_behind():
-    events = @N@Events()
-    for _ in range(500):
-        events.unsubscribe(events.subscribe(print))
-    return {"cycles": 500, "left": len(events)}
+def _draw_churn(rng):
+    return rng.randint(200, 900), rng.randint(1, 5), f"e{rng.getrandbits(32):x}"
+
+
+
+def probe_churn_leaves_no_handlers_behind(rng):
+    cycles, kept, event = _draw_churn(rng)
+    events, got = @N@Events(), []
+    for _ in range(kept):
+        events.subscribe(got.append)
+    for _ in range(cycles):
+        events.unsubscribe(events.subscribe(len))
+    return {"cycles": cycles, "left": len(events), "called": events.publish(event), "got": got}
 ''',
     checks='''def test_publish_reaches_every_subscriber(seen):
     assert seen.value == {"called": 2, "got": [["x", 7], ["y", 7]]}
@@ -351,12 +408,27 @@ def test_tokens_are_distinct(seen):
     assert seen.value == 5
 
 
-def test_unsubscribed_handlers_are_not_called(seen):
-    assert seen.value == {"removed": True, "called": 0, "got": [], "again": False}
+def _draw_unsubscribed(rng):
+    tags = [rng.getrandbits(32) for _ in range(rng.randint(2, 6))]
+    dropped = sorted(rng.sample(range(len(tags)), rng.randint(1, len(tags) - 1)))
+    return tags, dropped, f"e{rng.getrandbits(32):x}"
 
 
-def test_churn_leaves_no_handlers_behind(seen):
-    assert seen.value == {"cycles": 500, "left": 0}
+
+def test_unsubscribed_handlers_are_not_called(seen, rng):
+    tags, dropped, event = _draw_unsubscribed(rng)
+    kept = [[tag, event] for i, tag in enumerate(tags) if i not in dropped]
+    assert seen.value == {"removed": [True] * len(dropped), "called": len(kept), "got": kept, "again": False}
+
+
+def _draw_churn(rng):
+    return rng.randint(200, 900), rng.randint(1, 5), f"e{rng.getrandbits(32):x}"
+
+
+
+def test_churn_leaves_no_handlers_behind(seen, rng):
+    cycles, kept, event = _draw_churn(rng)
+    assert seen.value == {"cycles": cycles, "left": kept, "called": kept, "got": [event] * kept}
 ''')
 
 # ──────────────────────────────────────────────────────────────────── pool_exhaustion
@@ -479,14 +551,21 @@ def probe_run_many_collects_results_and_errors():
     return {"results": results, "errors": errors}
 
 
-def probe_failed_calls_hand_their_connection_back():
-    pool = @N@Pool(size=4)
-    for _ in range(10):
+def _draw_failures(rng):
+    size = rng.randint(2, 8)
+    return size, rng.randint(size + 1, 4 * size), rng.getrandbits(40)
+
+
+
+def probe_failed_calls_hand_their_connection_back(rng):
+    size, failures, tag = _draw_failures(rng)
+    pool = @N@Pool(size=size)
+    for _ in range(failures):
         try:
             pool.run(_fail)
         except ConnectionError:
             pass
-    return {"available": pool.available, "after": pool.run(lambda conn: "ok")}
+    return {"available": pool.available, "after": pool.run(lambda conn: tag)}
 ''',
     checks='''def test_run_returns_and_frees(seen):
     assert seen.value == {"result": 20, "available": 3}
@@ -504,8 +583,15 @@ def test_run_many_collects_results_and_errors(seen):
     assert seen.value == {"results": ["a", "b"], "errors": ["ConnectionError"]}
 
 
-def test_failed_calls_hand_their_connection_back(seen):
-    assert seen.value == {"available": 4, "after": "ok"}
+def _draw_failures(rng):
+    size = rng.randint(2, 8)
+    return size, rng.randint(size + 1, 4 * size), rng.getrandbits(40)
+
+
+
+def test_failed_calls_hand_their_connection_back(seen, rng):
+    size, failures, tag = _draw_failures(rng)
+    assert seen.value == {"available": size, "after": tag}
 ''')
 
 _SLOTS_SOURCE = '''"""Worker slots for @n@ jobs: at most ``limit`` run at once."""
@@ -593,13 +679,28 @@ def probe_limit_must_be_positive():
     return "accepted"
 
 
-def probe_a_nested_submit_beyond_the_limit_is_busy():
-    workers = @N@Workers(limit=1)
+def _draw_nesting(rng):
+    return rng.randint(1, 5), rng.getrandbits(40)
+
+
+
+def probe_a_nested_submit_beyond_the_limit_is_busy(rng):
+    limit, tag = _draw_nesting(rng)
+    workers = @N@Workers(limit=limit)
+
+    def nest(depth):
+        return workers.submit(nest, depth + 1) if depth < limit else workers.submit(lambda: "inner")
     try:
-        workers.submit(lambda: workers.submit(lambda: "inner"))
+        nest(0)
+        busy = False
     except Busy:
-        return {"busy": True, "in_use": workers.in_use, "limit": workers.limit}
-    return {"busy": False, "in_use": workers.in_use, "limit": workers.limit}
+        busy = True
+    in_use = workers.in_use
+    try:
+        after = workers.submit(lambda: tag)
+    except Busy:
+        after = "busy"
+    return {"busy": busy, "in_use": in_use, "limit": workers.limit, "after": after}
 
 
 def probe_stats_count_failures():
@@ -611,15 +712,22 @@ def probe_stats_count_failures():
     return workers.stats()["failures"]
 
 
-def probe_failed_jobs_free_their_slot():
-    workers = @N@Workers(limit=2)
-    for _ in range(5):
+def _draw_failed_jobs(rng):
+    limit = rng.randint(1, 5)
+    return limit, rng.randint(limit + 1, 4 * limit + 3), rng.getrandbits(40)
+
+
+
+def probe_failed_jobs_free_their_slot(rng):
+    limit, failures, tag = _draw_failed_jobs(rng)
+    workers = @N@Workers(limit=limit)
+    for _ in range(failures):
         try:
             workers.submit(_boom)
         except (TimeoutError, Busy):
             pass
     try:
-        after = workers.submit(lambda: "ran")
+        after = workers.submit(lambda: tag)
     except Busy:
         after = "busy"
     return {"stats": workers.stats(), "after": after}
@@ -632,16 +740,29 @@ def test_limit_must_be_positive(seen):
     assert seen.raised == "ValueError"
 
 
-def test_a_nested_submit_beyond_the_limit_is_busy(seen):
-    assert seen.value == {"busy": True, "in_use": 0, "limit": 1}
+def _draw_nesting(rng):
+    return rng.randint(1, 5), rng.getrandbits(40)
+
+
+
+def test_a_nested_submit_beyond_the_limit_is_busy(seen, rng):
+    limit, tag = _draw_nesting(rng)
+    assert seen.value == {"busy": True, "in_use": 0, "limit": limit, "after": tag}
 
 
 def test_stats_count_failures(seen):
     assert seen.value == 1
 
 
-def test_failed_jobs_free_their_slot(seen):
-    assert seen.value == {"stats": {"in_use": 0, "limit": 2, "failures": 5}, "after": "ran"}
+def _draw_failed_jobs(rng):
+    limit = rng.randint(1, 5)
+    return limit, rng.randint(limit + 1, 4 * limit + 3), rng.getrandbits(40)
+
+
+
+def test_failed_jobs_free_their_slot(seen, rng):
+    limit, failures, tag = _draw_failed_jobs(rng)
+    assert seen.value == {"stats": {"in_use": 0, "limit": limit, "failures": failures}, "after": tag}
 ''')
 
 # ──────────────────────────────────────────────────────────────────────── retry_storm
@@ -757,20 +878,32 @@ def probe_a_call_may_allow_more_attempts():
     return {"result": result, "calls": len(calls)}
 
 
-def probe_rejected_requests_are_not_retried():
+def _draw_rejected(rng):
+    return rng.randint(2, 9), f"r{rng.getrandbits(40):x}"
+
+
+
+def probe_rejected_requests_are_not_retried(rng):
+    attempts, request = _draw_rejected(rng)
     transport, calls = _flaky(10, error=Rejected)
     try:
-        @N@Client(transport, sleep=lambda s: None, max_attempts=5).call("e")
+        @N@Client(transport, sleep=lambda s: None, max_attempts=attempts).call(request)
     except Rejected:
-        return {"raised": "Rejected", "calls": len(calls), "max_attempts": 5}
-    return {"raised": None, "calls": len(calls), "max_attempts": 5}
+        return {"raised": "Rejected", "calls": len(calls), "sent": calls[-1], "max_attempts": attempts}
+    return {"raised": None, "calls": len(calls), "sent": calls[-1], "max_attempts": attempts}
 
 
-def probe_backoff_doubles():
+def _draw_backoff(rng):
+    return rng.randint(3, 6), rng.randint(1, 2000) / 1000, f"r{rng.getrandbits(40):x}"
+
+
+
+def probe_backoff_doubles(rng):
+    failures, base, request = _draw_backoff(rng)
     slept = []
-    transport, _ = _flaky(3)
-    @N@Client(transport, sleep=slept.append, max_attempts=5, base_delay=0.5).call("f")
-    return slept
+    transport, _ = _flaky(failures)
+    result = @N@Client(transport, sleep=slept.append, max_attempts=failures + 1, base_delay=base).call(request)
+    return {"slept": slept, "result": result}
 ''',
     checks='''def test_a_healthy_call_is_sent_once(seen):
     assert seen.value == {"result": "done:a", "calls": 1}
@@ -788,12 +921,29 @@ def test_a_call_may_allow_more_attempts(seen):
     assert seen.value == {"result": "done:d", "calls": 6}
 
 
-def test_rejected_requests_are_not_retried(seen):
-    assert seen.value == {"raised": "Rejected", "calls": 1, "max_attempts": 5}
+def _draw_rejected(rng):
+    return rng.randint(2, 9), f"r{rng.getrandbits(40):x}"
 
 
-def test_backoff_doubles(seen):
-    assert seen.value == [0.5, 1.0, 2.0]
+
+def test_rejected_requests_are_not_retried(seen, rng):
+    attempts, request = _draw_rejected(rng)
+    assert seen.value == {"raised": "Rejected", "calls": 1, "sent": request, "max_attempts": attempts}
+
+
+def _draw_backoff(rng):
+    return rng.randint(3, 6), rng.randint(1, 2000) / 1000, f"r{rng.getrandbits(40):x}"
+
+
+
+def test_backoff_doubles(seen, rng):
+    import math
+
+    failures, base, request = _draw_backoff(rng)
+    assert seen.value["result"] == f"done:{request}"
+    slept = seen.value["slept"]
+    assert len(slept) == failures, slept
+    assert all(math.isclose(got, base * 2 ** i) for i, got in enumerate(slept)), slept
 ''')
 
 _BUDGET_SOURCE = '''"""A retry budget for @n@ calls: retries may add at most ``ratio`` of the requests."""
@@ -890,11 +1040,18 @@ def probe_a_fresh_budget_grants_a_retry():
     return @N@RetryBudget(minimum=1).can_retry()
 
 
-def probe_retries_stop_at_the_budget():
-    budget = @N@RetryBudget(ratio=0.1, minimum=2)
-    for _ in range(50):
+def _draw_budget(rng):
+    requests = rng.randint(30, 300)
+    return rng.randint(5, 40) / 100, rng.randint(1, 4), requests, requests + rng.randint(0, 50)
+
+
+
+def probe_retries_stop_at_the_budget(rng):
+    ratio, minimum, requests, attempts = _draw_budget(rng)
+    budget = @N@RetryBudget(ratio=ratio, minimum=minimum)
+    for _ in range(requests):
         budget.record_request()
-    granted = sum(budget.can_retry() for _ in range(100))
+    granted = sum(budget.can_retry() for _ in range(attempts))
     return {"granted": granted, "snapshot": budget.snapshot()}
 ''',
     checks='''def test_ratio_is_checked(seen):
@@ -913,8 +1070,16 @@ def test_a_fresh_budget_grants_a_retry(seen):
     assert seen.value is True
 
 
-def test_retries_stop_at_the_budget(seen):
-    assert seen.value == {"granted": 5, "snapshot": {"requests": 50, "retries": 5, "left": 0}}
+def _draw_budget(rng):
+    requests = rng.randint(30, 300)
+    return rng.randint(5, 40) / 100, rng.randint(1, 4), requests, requests + rng.randint(0, 50)
+
+
+
+def test_retries_stop_at_the_budget(seen, rng):
+    ratio, minimum, requests, attempts = _draw_budget(rng)
+    allowed = max(minimum, int(requests * ratio))
+    assert seen.value == {"granted": allowed, "snapshot": {"requests": requests, "retries": allowed, "left": 0}}
 ''')
 
 # ────────────────────────────────────────────────────────────────────── config_change
@@ -988,9 +1153,14 @@ def probe_a_zero_batch_size_is_refused():
     return "accepted"
 
 
-def probe_timeouts_are_in_seconds():
-    return [load_@n@_settings({})["timeout_s"],
-            load_@n@_settings({"@N@_TIMEOUT_MS": "750"})["timeout_s"]]
+def _draw_timeouts(rng):
+    return [rng.randint(1, 600_000) for _ in range(3)]
+
+
+
+def probe_timeouts_are_in_seconds(rng):
+    return [load_@n@_settings({})["timeout_s"]] + [load_@n@_settings({"@N@_TIMEOUT_MS": str(ms)})["timeout_s"]
+                                                   for ms in _draw_timeouts(rng)]
 ''',
     checks='''def test_endpoint_can_be_set(seen):
     assert seen.value == "http://other:9"
@@ -1008,8 +1178,13 @@ def test_a_zero_batch_size_is_refused(seen):
     assert seen.raised == "ValueError"
 
 
-def test_timeouts_are_in_seconds(seen):
-    assert seen.value == [2.5, 0.75]
+def _draw_timeouts(rng):
+    return [rng.randint(1, 600_000) for _ in range(3)]
+
+
+
+def test_timeouts_are_in_seconds(seen, rng):
+    assert seen.value == [2.5] + [ms / 1000 for ms in _draw_timeouts(rng)]
 ''')
 
 _FLAGS_SOURCE = '''"""Feature flags of the @n@ component, read from environment variables."""
@@ -1086,8 +1261,17 @@ def probe_truthy_spellings():
     return [flag({"F": v}, "F") for v in ("1", "true", "YES", "on")]
 
 
-def probe_false_spellings_turn_flags_off():
-    return [flag({"F": v}, "F", default=True) for v in ("0", "false", "No", "off", "on")]
+def _draw_spellings(rng):
+    false, true = ["0", "false", "no", "off"], ["1", "true", "yes", "on"]
+    words = [rng.choice(false)] + [rng.choice(false + true) for _ in range(rng.randint(24, 40))]
+    spelt = ["".join(c.upper() if rng.random() < 0.5 else c for c in w) for w in words]
+    return [" " * rng.randint(0, 2) + w + " " * rng.randint(0, 2) for w in spelt], [w in true for w in words]
+
+
+
+def probe_false_spellings_turn_flags_off(rng):
+    spellings, _ = _draw_spellings(rng)
+    return [flag({"F": v}, "F", default=True) for v in spellings]
 ''',
     checks='''def test_defaults_apply_when_unset(seen):
     assert seen.value == {"strict_validation": True, "shadow_writes": False}
@@ -1105,8 +1289,17 @@ def test_truthy_spellings(seen):
     assert seen.value == [True, True, True, True]
 
 
-def test_false_spellings_turn_flags_off(seen):
-    assert seen.value == [False, False, False, False, True]
+def _draw_spellings(rng):
+    false, true = ["0", "false", "no", "off"], ["1", "true", "yes", "on"]
+    words = [rng.choice(false)] + [rng.choice(false + true) for _ in range(rng.randint(24, 40))]
+    spelt = ["".join(c.upper() if rng.random() < 0.5 else c for c in w) for w in words]
+    return [" " * rng.randint(0, 2) + w + " " * rng.randint(0, 2) for w in spelt], [w in true for w in words]
+
+
+
+def test_false_spellings_turn_flags_off(seen, rng):
+    _, expected = _draw_spellings(rng)
+    assert seen.value == expected
 ''')
 
 # ─────────────────────────────────────────────────────────────────────────── deadlock
@@ -1220,13 +1413,21 @@ def probe_add_takes_records_before_index():
     return recorder.pairs
 
 
-def probe_every_method_takes_the_locks_in_one_order():
+def _draw_records(rng):
+    owners = [f"o{rng.getrandbits(32):x}" for _ in range(2)]
+    return owners, [f"r{i}-{rng.getrandbits(24):x}" for i in range(rng.randint(1, 6))]
+
+
+
+def probe_every_method_takes_the_locks_in_one_order(rng):
+    (owner, new_owner), ids = _draw_records(rng)
     recorder = _Recorder()
     store = @N@Store(recorder.factory)
-    store.add("r1", "ann")
-    store.reassign("ann", "bo")
-    store.owned_by("bo")
-    return sorted({tuple(p) for p in recorder.pairs})
+    for record_id in ids:
+        store.add(record_id, owner)
+    moved = store.reassign(owner, new_owner)
+    return {"pairs": sorted({tuple(p) for p in recorder.pairs}), "moved": moved,
+            "owned": store.owned_by(new_owner)}
 ''',
     checks='''def test_records_are_indexed_by_owner(seen):
     assert seen.value == [["r1", "r2"], ["r3"], []]
@@ -1244,8 +1445,15 @@ def test_add_takes_records_before_index(seen):
     assert seen.value == [["records", "index"]]
 
 
-def test_every_method_takes_the_locks_in_one_order(seen):
-    assert seen.value == [["records", "index"]]
+def _draw_records(rng):
+    owners = [f"o{rng.getrandbits(32):x}" for _ in range(2)]
+    return owners, [f"r{i}-{rng.getrandbits(24):x}" for i in range(rng.randint(1, 6))]
+
+
+
+def test_every_method_takes_the_locks_in_one_order(seen, rng):
+    _, ids = _draw_records(rng)
+    assert seen.value == {"pairs": [["records", "index"]], "moved": len(ids), "owned": sorted(ids)}
 ''')
 
 _REENTRY_SOURCE = '''"""A registry of active @ns@ guarded by one (non-reentrant) lock."""
@@ -1352,11 +1560,19 @@ def probe_close_where_with_no_match():
     return {"closed": registry.close_where(lambda data: data > 5), "active": registry.active()}
 
 
-def probe_close_where_closes_the_matches():
+def _draw_registry(rng):
+    count = rng.randint(4, 12)
+    data = [2 * rng.getrandbits(15)] + [rng.getrandbits(16) for _ in range(count - 1)]
+    return [f"x{i}-{rng.getrandbits(24):x}" for i in range(count)], data
+
+
+
+def probe_close_where_closes_the_matches(rng):
+    ids, data = _draw_registry(rng)
     registry = @N@Registry(_NoWaitLock())
-    for i in range(6):
-        registry.open(f"x{i}", i)
-    return {"closed": registry.close_where(lambda data: data % 2 == 0), "active": registry.active()}
+    for item_id, value in zip(ids, data):
+        registry.open(item_id, value)
+    return {"closed": registry.close_where(lambda value: value % 2 == 0), "active": registry.active()}
 ''',
     checks='''def test_open_then_active(seen):
     assert seen.value == ["a", "b"]
@@ -1370,8 +1586,17 @@ def test_close_where_with_no_match(seen):
     assert seen.value == {"closed": [], "active": ["a"]}
 
 
-def test_close_where_closes_the_matches(seen):
-    assert seen.value == {"closed": ["x0", "x2", "x4"], "active": ["x1", "x3", "x5"]}
+def _draw_registry(rng):
+    count = rng.randint(4, 12)
+    data = [2 * rng.getrandbits(15)] + [rng.getrandbits(16) for _ in range(count - 1)]
+    return [f"x{i}-{rng.getrandbits(24):x}" for i in range(count)], data
+
+
+
+def test_close_where_closes_the_matches(seen, rng):
+    ids, data = _draw_registry(rng)
+    even = sorted(i for i, value in zip(ids, data) if value % 2 == 0)
+    assert seen.value == {"closed": even, "active": sorted(set(ids) - set(even))}
 ''')
 
 # ────────────────────────────────────────────────────────────────────── cache_thrash
@@ -1471,13 +1696,20 @@ def probe_traced_calls_are_recorded():
     return lookup.traced[:1]
 
 
-def probe_trace_ids_do_not_split_the_cache():
+def _draw_lookups(rng):
+    return rng.randint(20, 300), rng.getrandbits(40)
+
+
+
+def probe_trace_ids_do_not_split_the_cache(rng):
+    lookups, item = _draw_lookups(rng)
     fetch, calls = _backend()
     cache = {}
     lookup = @N@Lookup(fetch, cache)
-    for n in range(200):
-        lookup.get(7, trace_id=f"req-{n}")
-    return {"lookups": 200, "backend_calls": len(calls), "cached": len(cache)}
+    value = None
+    for n in range(lookups):
+        value = lookup.get(item, trace_id=f"req-{n}")
+    return {"lookups": lookups, "backend_calls": len(calls), "cached": len(cache), "value": value}
 ''',
     checks='''def test_a_second_get_is_served_from_the_cache(seen):
     assert seen.value == {"values": [{"id": 1}, {"id": 1}, {"id": 2}], "calls": [1, 2]}
@@ -1491,8 +1723,14 @@ def test_traced_calls_are_recorded(seen):
     assert seen.value == ["t-1"]
 
 
-def test_trace_ids_do_not_split_the_cache(seen):
-    assert seen.value == {"lookups": 200, "backend_calls": 1, "cached": 1}
+def _draw_lookups(rng):
+    return rng.randint(20, 300), rng.getrandbits(40)
+
+
+
+def test_trace_ids_do_not_split_the_cache(seen, rng):
+    lookups, item = _draw_lookups(rng)
+    assert seen.value == {"lookups": lookups, "backend_calls": 1, "cached": 1, "value": {"id": item}}
 ''')
 
 _NAMESPACE_SOURCE = '''"""The @n@ component's slice of the shared cache: every key carries its namespace."""
@@ -1571,11 +1809,19 @@ def probe_invalidate_named_keys():
     return {"dropped": space.invalidate(["a", "zz"]), "keys": space.keys()}
 
 
-def probe_invalidate_all_spares_other_namespaces():
-    store = _shared()
+def _draw_namespaces(rng):
+    own = {f"k{i}-{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
+    others = {f"ns{i}/{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
+    return own, others
+
+
+
+def probe_invalidate_all_spares_other_namespaces(rng):
+    own, others = _draw_namespaces(rng)
+    store = dict(others)
     space = @N@CacheSpace(store)
-    space.put("a", 1)
-    space.put("b", 2)
+    for key, value in own.items():
+        space.put(key, value)
     return {"dropped": space.invalidate(), "left": sorted(store)}
 ''',
     checks='''def test_keys_live_under_the_prefix(seen):
@@ -1591,8 +1837,16 @@ def test_invalidate_named_keys(seen):
     assert seen.value == {"dropped": 1, "keys": ["b"]}
 
 
-def test_invalidate_all_spares_other_namespaces(seen):
-    assert seen.value == {"dropped": 2, "left": ["flags/beta", "prices/p9", "sessions/u1"]}
+def _draw_namespaces(rng):
+    own = {f"k{i}-{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
+    others = {f"ns{i}/{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
+    return own, others
+
+
+
+def test_invalidate_all_spares_other_namespaces(seen, rng):
+    own, others = _draw_namespaces(rng)
+    assert seen.value == {"dropped": len(own), "left": sorted(others)}
 ''')
 
 # ───────────────────────────────────────────────────────────────── shared_dependency
@@ -1659,12 +1913,24 @@ def probe_negative_amounts():
     return to_cents("-4.5")
 
 
-def probe_halves_round_up():
-    return [to_cents("12.345"), to_cents("0.125"), to_cents("2.005")]
+def _draw_halves(rng):
+    even = f"{rng.randint(0, 99999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
+    return [even] + [f"{rng.randint(0, 99999)}.{rng.randint(0, 99):02d}5" for _ in range(rng.randint(2, 7))]
 
 
-def probe_totals_round_each_half_up():
-    return @n@_total(["0.005", "0.015", "0.025"])
+
+def probe_halves_round_up(rng):
+    return [to_cents(amount) for amount in _draw_halves(rng)]
+
+
+def _draw_total(rng):
+    even = f"{rng.randint(0, 999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
+    return [even] + [f"{rng.randint(0, 999)}.{rng.randint(0, 999):03d}" for _ in range(rng.randint(2, 9))]
+
+
+
+def probe_totals_round_each_half_up(rng):
+    return @n@_total(_draw_total(rng))
 ''',
     checks='''def test_plain_amounts(seen):
     assert seen.value == [1234, 700, 1]
@@ -1682,12 +1948,30 @@ def test_negative_amounts(seen):
     assert seen.value == -450
 
 
-def test_halves_round_up(seen):
-    assert seen.value == [1235, 13, 201]
+def _draw_halves(rng):
+    even = f"{rng.randint(0, 99999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
+    return [even] + [f"{rng.randint(0, 99999)}.{rng.randint(0, 99):02d}5" for _ in range(rng.randint(2, 7))]
 
 
-def test_totals_round_each_half_up(seen):
-    assert seen.value == 6
+
+def test_halves_round_up(seen, rng):
+    from decimal import ROUND_HALF_UP, Decimal
+
+    assert seen.value == [int((Decimal(a) * 100).quantize(Decimal("1"), rounding=ROUND_HALF_UP))
+                          for a in _draw_halves(rng)]
+
+
+def _draw_total(rng):
+    even = f"{rng.randint(0, 999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
+    return [even] + [f"{rng.randint(0, 999)}.{rng.randint(0, 999):03d}" for _ in range(rng.randint(2, 9))]
+
+
+
+def test_totals_round_each_half_up(seen, rng):
+    from decimal import ROUND_HALF_UP, Decimal
+
+    assert seen.value == sum(int((Decimal(a) * 100).quantize(Decimal("1"), rounding=ROUND_HALF_UP))
+                             for a in _draw_total(rng))
 ''')
 
 _TIME_SOURCE = '''"""Timestamp helpers vendored from the shared platform library (used by every service)."""
@@ -1745,13 +2029,36 @@ def probe_ages_between_zulu_times():
     return @n@_age_s("2025-01-15T14:00:00Z", "2025-01-15T14:02:30Z")
 
 
-def probe_offsets_convert_to_utc():
-    return [parse_ts("2025-01-15T16:00:00+02:00").isoformat(),
-            parse_ts("2025-01-15T09:30:00-05:00").isoformat()]
+def _draw_moments(rng, count):
+    from datetime import datetime, timedelta, timezone
+
+    moments = []
+    for _ in range(count):
+        utc = datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=rng.randint(0, 300_000_000))
+        hours = rng.choice([h for h in range(-11, 14) if h])
+        zone = timezone(timedelta(hours=hours, minutes=rng.choice([0, 30]) * (1 if hours > 0 else -1)))
+        moments.append(utc.astimezone(zone).isoformat())
+    return moments
 
 
-def probe_ages_across_offsets():
-    return @n@_age_s("2025-01-15T15:00:00+01:00", "2025-01-15T14:10:00Z")
+
+def probe_offsets_convert_to_utc(rng):
+    return [parse_ts(moment).isoformat() for moment in _draw_moments(rng, rng.randint(2, 6))]
+
+
+def _draw_age(rng):
+    from datetime import datetime, timedelta, timezone
+
+    age = rng.randint(60, 10**6)
+    created = _draw_moments(rng, 1)[0]
+    now = (datetime.fromisoformat(created) + timedelta(seconds=age)).astimezone(timezone.utc)
+    return created, now.strftime("%Y-%m-%dT%H:%M:%SZ"), age
+
+
+
+def probe_ages_across_offsets(rng):
+    created, now, _ = _draw_age(rng)
+    return @n@_age_s(created, now)
 ''',
     checks='''def test_zulu_timestamps(seen):
     assert seen.value == "2025-01-15T14:00:00+00:00"
@@ -1765,10 +2072,37 @@ def test_ages_between_zulu_times(seen):
     assert seen.value == 150.0
 
 
-def test_offsets_convert_to_utc(seen):
-    assert seen.value == ["2025-01-15T14:00:00+00:00", "2025-01-15T14:30:00+00:00"]
+def _draw_moments(rng, count):
+    from datetime import datetime, timedelta, timezone
+
+    moments = []
+    for _ in range(count):
+        utc = datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=rng.randint(0, 300_000_000))
+        hours = rng.choice([h for h in range(-11, 14) if h])
+        zone = timezone(timedelta(hours=hours, minutes=rng.choice([0, 30]) * (1 if hours > 0 else -1)))
+        moments.append(utc.astimezone(zone).isoformat())
+    return moments
 
 
-def test_ages_across_offsets(seen):
-    assert seen.value == 600.0
+
+def test_offsets_convert_to_utc(seen, rng):
+    from datetime import datetime, timezone
+
+    assert seen.value == [datetime.fromisoformat(m).astimezone(timezone.utc).isoformat()
+                          for m in _draw_moments(rng, rng.randint(2, 6))]
+
+
+def _draw_age(rng):
+    from datetime import datetime, timedelta, timezone
+
+    age = rng.randint(60, 10**6)
+    created = _draw_moments(rng, 1)[0]
+    now = (datetime.fromisoformat(created) + timedelta(seconds=age)).astimezone(timezone.utc)
+    return created, now.strftime("%Y-%m-%dT%H:%M:%SZ"), age
+
+
+
+def test_ages_across_offsets(seen, rng):
+    _, _, age = _draw_age(rng)
+    assert seen.value == age
 ''')

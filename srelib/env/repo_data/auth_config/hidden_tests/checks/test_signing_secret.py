@@ -8,12 +8,27 @@ def _signs_and_validates(seen, user):
     assert seen.value["validated"]["claims"]["sub"] == user
 
 
-def test_production_secret_name_still_signs_tokens(seen):
-    _signs_and_validates(seen, "alice")
+def _draw_login(rng):
+    """A signing secret and a user, drawn for one grading."""
+    return f"key-{rng.getrandbits(64):x}", f"user-{rng.getrandbits(40):x}"
 
 
-def test_missing_secret_stops_the_service_at_startup(seen):
-    assert seen.raised == "ConfigError", "load_config accepted a config without a signing secret"
+
+def test_production_secret_name_still_signs_tokens(seen, rng):
+    _, user = _draw_login(rng)
+    _signs_and_validates(seen, user)
+
+
+def _draw_startup(rng):
+    """A signing secret and a user, drawn for one grading."""
+    return f"key-{rng.getrandbits(64):x}", f"user-{rng.getrandbits(40):x}"
+
+
+
+def test_missing_secret_stops_the_service_at_startup(seen, rng):
+    _, user = _draw_startup(rng)
+    assert seen.value["refused"] == "ConfigError", "load_config accepted a config without a signing secret"
+    _signs_and_validates(seen, user)
 
 
 def test_new_secret_name_signs_tokens(seen):

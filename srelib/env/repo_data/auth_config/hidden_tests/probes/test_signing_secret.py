@@ -15,13 +15,31 @@ def _login_then_validate(server, user):
     return {"login_status": login["status"], "validated": validated}
 
 
-def probe_production_secret_name_still_signs_tokens():
-    return _login_then_validate(_server({"AUTH_JWT_SECRET": "prod-key", "AUTH_ENV": "prod"}), "alice")
+def _draw_login(rng):
+    """A signing secret and a user, drawn for one grading."""
+    return f"key-{rng.getrandbits(64):x}", f"user-{rng.getrandbits(40):x}"
 
 
-def probe_missing_secret_stops_the_service_at_startup():
-    load_config({"AUTH_ENV": "prod"})
-    return "load_config returned"
+
+def probe_production_secret_name_still_signs_tokens(rng):
+    secret, user = _draw_login(rng)
+    return _login_then_validate(_server({"AUTH_JWT_SECRET": secret, "AUTH_ENV": "prod"}), user)
+
+
+def _draw_startup(rng):
+    """A signing secret and a user, drawn for one grading."""
+    return f"key-{rng.getrandbits(64):x}", f"user-{rng.getrandbits(40):x}"
+
+
+
+def probe_missing_secret_stops_the_service_at_startup(rng):
+    secret, user = _draw_startup(rng)
+    try:
+        load_config({"AUTH_ENV": "prod"})
+        refused = None
+    except Exception as exc:
+        refused = type(exc).__name__
+    return {"refused": refused, **_login_then_validate(_server({"AUTH_JWT_SIGNING_SECRET": secret}), user)}
 
 
 def probe_new_secret_name_signs_tokens():

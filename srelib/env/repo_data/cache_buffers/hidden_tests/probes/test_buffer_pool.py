@@ -17,19 +17,38 @@ def _varied_writes(store, count):
         store.set(f"fragment:{i}", "v" * (1 + i))
 
 
-def probe_pool_keeps_a_bounded_number_of_free_buffers():
-    store = ValueStore()
-    _varied_writes(store, 300)
-    return {"free": store.pool.free_count(), "entries": len(store)}
+def _draw_writes(rng):
+    """A number of writes of growing size, a key prefix and a tag, drawn for one grading."""
+    return rng.randint(200, 500), f"fragment{rng.getrandbits(32):x}", rng.getrandbits(40)
 
 
-def probe_pool_memory_stays_bounded_under_churn():
+
+def probe_pool_keeps_a_bounded_number_of_free_buffers(rng):
+    count, prefix, tag = _draw_writes(rng)
     store = ValueStore()
-    for round_ in range(4):
-        _varied_writes(store, 250)
-        for i in range(250):
+    for i in range(count):
+        store.set(f"{prefix}:{i}", f"{tag}:" + "v" * (1 + i))
+    return {"free": store.pool.free_count(), "entries": len(store), "last": store.get(f"{prefix}:{count - 1}")}
+
+
+def _draw_churn(rng):
+    """Rounds of writes, their number and a tag, drawn for one grading."""
+    return rng.randint(2, 5), rng.randint(150, 300), rng.getrandbits(40)
+
+
+
+def probe_pool_memory_stays_bounded_under_churn(rng):
+    rounds, width, tag = _draw_churn(rng)
+    store = ValueStore()
+    read = None
+    for _ in range(rounds):
+        for i in range(width):
+            store.set(f"fragment:{i}", f"{tag}:" + "v" * (1 + i))
+        read = store.get(f"fragment:{width - 1}")
+        for i in range(width):
             store.delete(f"fragment:{i}")
-    return {"free_bytes": store.pool.free_bytes(), "largest_frame": framed_size(b"v" * 250)}
+    return {"free_bytes": store.pool.free_bytes(), "read": read,
+            "largest_frame": framed_size(f"{tag}:{'v' * width}".encode())}
 
 
 def probe_values_round_trip():

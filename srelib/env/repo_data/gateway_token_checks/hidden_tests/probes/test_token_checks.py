@@ -48,18 +48,38 @@ def _outage(failure, checks):
     return {"checks": checks, "calls": auth.calls, "raised": raised}
 
 
-def probe_an_auth_outage_is_not_amplified():
-    return _outage(AuthTimeout, 200)
+def _draw_outage(rng):
+    """How many token checks the outage sees and a user, drawn for one grading."""
+    return rng.randint(100, 400), f"user-{rng.getrandbits(40):x}"
 
 
-def probe_timeouts_spend_the_retry_budget():
+
+def _recovered(user):
+    """The subject a fresh checker reads from auth's answer for ``user`` (the drawn echo)."""
+    return TokenChecker(Auth(answer={**VALID, "sub": user}), sleep=lambda s: None).check(f"token-{user}")["sub"]
+
+
+def probe_an_auth_outage_is_not_amplified(rng):
+    checks, user = _draw_outage(rng)
+    return {**_outage(AuthTimeout, checks), "after": _recovered(user)}
+
+
+def _draw_reserves(rng):
+    """Two budget reserves, the smaller first, and a user, drawn for one grading."""
+    small = rng.randint(1, 2)
+    return small, rng.randint(small + 1, 15), f"user-{rng.getrandbits(40):x}"
+
+
+
+def probe_timeouts_spend_the_retry_budget(rng):
+    small, large, user = _draw_reserves(rng)
     runs = []
-    for reserve in (2, 10):
+    for reserve in (small, large):
         auth, budget = Auth(always=AuthTimeout), RetryBudget(ratio=0.0, reserve=reserve)
         checker = TokenChecker(auth, budget=budget, sleep=lambda s: None)
         runs.append({"reserve": reserve, "raised": _outcome(lambda: checker.check("token")),
                      "calls": auth.calls, "remaining": budget.remaining})
-    return runs
+    return {"runs": runs, "after": _recovered(user)}
 
 
 def probe_unavailable_retries_stay_within_the_budget():

@@ -11,23 +11,47 @@ def _exhausted(seen):
     return seen.value
 
 
-def test_default_retries_are_bounded(seen):
-    calls = _exhausted(seen)["calls"]
+def _draw_fraction(rng):
+    """Where in its jitter range each pause falls, drawn for one grading."""
+    return 0.05 + 0.95 * (rng.getrandbits(32) + 1) / 2**32
+
+
+
+def _jittered(seen, fraction):
+    """The run, once it gave up and each pause fell ``fraction`` of the way up its jitter range."""
+    run = _exhausted(seen)
+    sleeps, bounds = run["sleeps"], run["bounds"]
+    assert sleeps and len(bounds) == len(sleeps), (sleeps, bounds)
+    assert all(math.isclose(pause, low + (high - low) * fraction) for pause, (low, high) in zip(sleeps, bounds))
+    return run
+
+
+def test_default_retries_are_bounded(seen, rng):
+    calls = _jittered(seen, _draw_fraction(rng))["calls"]
     assert 2 <= calls <= 6, f"{calls} calls to auth for one validation"
 
 
-def test_default_pauses_back_off_exponentially(seen):
-    sleeps, cap = _exhausted(seen)["sleeps"], seen.value["max_delay"]
-    assert len(sleeps) >= 2 and 0 < sleeps[0] < cap, sleeps
-    for earlier, later in zip(sleeps, sleeps[1:]):
-        assert math.isclose(later, min(cap, 2 * earlier)), sleeps
+def _draw_backoff(rng):
+    return _draw_fraction(rng)
 
 
-def test_default_pauses_are_jittered(seen):
-    sleeps, bounds = _exhausted(seen)["sleeps"], seen.value["bounds"]
-    assert sleeps and len(bounds) == len(sleeps), (sleeps, bounds)
+
+def test_default_pauses_back_off_exponentially(seen, rng):
+    run = _jittered(seen, _draw_backoff(rng))
+    highs, cap = [high for _, high in run["bounds"]], run["max_delay"]
+    assert len(highs) >= 2 and 0 < highs[0] < cap, highs
+    for earlier, later in zip(highs, highs[1:]):
+        assert math.isclose(later, min(cap, 2 * earlier)), highs
+
+
+def _draw_jitter(rng):
+    return _draw_fraction(rng)
+
+
+
+def test_default_pauses_are_jittered(seen, rng):
+    bounds = _jittered(seen, _draw_jitter(rng))["bounds"]
     assert all(high > low for low, high in bounds), bounds
-    assert all(math.isclose(pause, high * 0.25) for pause, (_, high) in zip(sleeps, bounds))
 
 
 def test_recovers_after_transient_failures(seen):

@@ -57,16 +57,32 @@ def _never_answers(fraction):
             "sleeps": sleeps, "bounds": rng.bounds, "max_delay": getattr(client, "max_delay", None)}
 
 
-def probe_default_retries_are_bounded():
-    return _never_answers(1.0)
+def _draw_fraction(rng):
+    """Where in its jitter range each pause falls, drawn for one grading."""
+    return 0.05 + 0.95 * (rng.getrandbits(32) + 1) / 2**32
 
 
-def probe_default_pauses_back_off_exponentially():
-    return _never_answers(1.0)
+
+def probe_default_retries_are_bounded(rng):
+    return _never_answers(_draw_fraction(rng))
 
 
-def probe_default_pauses_are_jittered():
-    return _never_answers(0.25)
+def _draw_backoff(rng):
+    return _draw_fraction(rng)
+
+
+
+def probe_default_pauses_back_off_exponentially(rng):
+    return _never_answers(_draw_backoff(rng))
+
+
+def _draw_jitter(rng):
+    return _draw_fraction(rng)
+
+
+
+def probe_default_pauses_are_jittered(rng):
+    return _never_answers(_draw_jitter(rng))
 
 
 def probe_recovers_after_transient_failures():

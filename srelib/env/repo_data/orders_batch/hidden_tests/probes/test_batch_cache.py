@@ -16,28 +16,53 @@ def _processor(batch_size=10):
     return BatchProcessor(store, notifier, batch_size=batch_size), store, notifier
 
 
-def probe_cache_stays_bounded_by_the_batch_size():
-    processor, _, _ = _processor(batch_size=10)
+def _draw_stream(rng):
+    """A batch size, an order count, an id prefix and a first amount, drawn for one grading."""
+    return rng.randint(5, 40), rng.randint(1500, 3000), f"o{rng.getrandbits(40):x}", rng.randint(100, 10**6)
+
+
+
+def probe_cache_stays_bounded_by_the_batch_size(rng):
+    batch_size, count, prefix, amount = _draw_stream(rng)
+    processor, store, _ = _processor(batch_size=batch_size)
     largest = 0
-    for order in _orders(2000):
-        processor.submit(order)
+    for i in range(count):
+        processor.submit(Order(f"{prefix}-{i}", "c-1", amount + i, items=["sku"]))
         largest = max(largest, processor.cache_size)
     processor.flush()
-    return {"largest_cache": largest, "cache_after_flush": processor.cache_size}
+    return {"largest_cache": largest, "cache_after_flush": processor.cache_size, "stored": len(store),
+            "last_amount": store.get(f"{prefix}-{count - 1}").amount_cents}
 
 
-def probe_submit_many_leaves_nothing_cached():
-    processor, store, _ = _processor(batch_size=7)
-    submitted = processor.submit_many(_orders(30))
-    return {"submitted": submitted, "cache_size": processor.cache_size, "stored": len(store)}
+def _draw_bulk(rng):
+    """A batch size, an order count, an id prefix and a first amount, drawn for one grading."""
+    return rng.randint(3, 12), rng.randint(20, 200), f"o{rng.getrandbits(40):x}", rng.randint(100, 10**6)
 
 
-def probe_an_order_resubmitted_after_its_flush_is_written_again():
-    processor, store, _ = _processor(batch_size=5)
-    processor.submit(Order("o-1", "c-1", 100, items=["sku"]))
+
+def probe_submit_many_leaves_nothing_cached(rng):
+    batch_size, count, prefix, amount = _draw_bulk(rng)
+    processor, store, _ = _processor(batch_size=batch_size)
+    orders = [Order(f"{prefix}-{i}", "c-1", amount + i, items=["sku"]) for i in range(count)]
+    submitted = processor.submit_many(orders)
+    return {"submitted": submitted, "cache_size": processor.cache_size, "stored": len(store),
+            "last_amount": store.get(f"{prefix}-{count - 1}").amount_cents}
+
+
+def _draw_resubmission(rng):
+    """A batch size, an order id and the order's two amounts, drawn for one grading."""
+    first = rng.randint(1, 10**6)
+    return rng.randint(2, 20), f"o{rng.getrandbits(40):x}", first, first + rng.randint(1, 10**6)
+
+
+
+def probe_an_order_resubmitted_after_its_flush_is_written_again(rng):
+    batch_size, order_id, first, second = _draw_resubmission(rng)
+    processor, store, _ = _processor(batch_size=batch_size)
+    processor.submit(Order(order_id, "c-1", first, items=["sku"]))
     processor.flush()
-    processor.submit(Order("o-1", "c-1", 250, items=["sku", "sku-2"]))
-    return {"flushed": processor.flush(), "stored_amount": store.get("o-1").amount_cents}
+    processor.submit(Order(order_id, "c-1", second, items=["sku", "sku-2"]))
+    return {"flushed": processor.flush(), "stored_amount": store.get(order_id).amount_cents}
 
 
 def probe_orders_are_written_in_batches():

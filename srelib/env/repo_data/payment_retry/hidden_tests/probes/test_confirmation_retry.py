@@ -41,26 +41,49 @@ def _publish(processor, txn=None):
         return {"ack": None, "raised": type(exc).__name__}
 
 
-def probe_pauses_grow_exponentially_up_to_the_cap():
+def _draw_pauses(rng):
+    """Attempts, a base delay and a cap, drawn for one grading."""
+    base = rng.randint(1, 500) / 1000
+    return rng.randint(4, 8), base, round(base * rng.uniform(1.5, 40.0), 6)
+
+
+
+def probe_pauses_grow_exponentially_up_to_the_cap(rng):
+    attempts, base, cap = _draw_pauses(rng)
     sleeps = []
-    policy = RetryPolicy(max_attempts=5, base_delay=0.1, max_delay=0.5)
+    policy = RetryPolicy(max_attempts=attempts, base_delay=base, max_delay=cap)
     processor = PaymentProcessor(None, FlakyQueue(failures=99), policy, sleep=sleeps.append)
     return {**_publish(processor), "sleeps": sleeps}
 
 
-def probe_no_pause_after_the_publish_that_succeeds():
-    sleeps, queue = [], FlakyQueue(failures=2)
-    policy = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=10.0)
+def _draw_recovery(rng):
+    """Failures before the ack, attempts, a base delay and a cap, drawn for one grading."""
+    failures, base = rng.randint(1, 4), rng.randint(1, 2000) / 1000
+    return failures, failures + 1 + rng.randint(0, 3), base, base * 2 ** rng.randint(0, 5)
+
+
+
+def probe_no_pause_after_the_publish_that_succeeds(rng):
+    failures, attempts, base, cap = _draw_recovery(rng)
+    sleeps, queue = [], FlakyQueue(failures=failures)
+    policy = RetryPolicy(max_attempts=attempts, base_delay=base, max_delay=cap)
     processor = PaymentProcessor(None, queue, policy, sleep=sleeps.append)
     return {**_publish(processor), "sleeps": sleeps, "published": len(queue.published)}
 
 
-def probe_default_policy_spaces_out_every_retry():
+def _draw_transaction(rng):
+    """A transaction's id, order and amount, drawn for one grading."""
+    return f"txn-{rng.getrandbits(40):x}", f"order-{rng.getrandbits(40):x}", rng.randint(1, 10**6)
+
+
+
+def probe_default_policy_spaces_out_every_retry(rng):
     sleeps, queue = [], FlakyQueue(failures=10_000)
     processor = PaymentProcessor(None, queue, sleep=sleeps.append)
-    outcome = _publish(processor)
+    outcome = _publish(processor, Transaction(*_draw_transaction(rng)))
     return {**outcome, "sleeps": sleeps, "published": len(queue.published),
-            "max_attempts": processor.policy.max_attempts, "max_delay": processor.policy.max_delay}
+            "max_attempts": processor.policy.max_attempts, "max_delay": processor.policy.max_delay,
+            "keys": sorted({m.get("idempotency_key") for m in queue.published}, key=str)}
 
 
 def probe_confirmation_carries_an_idempotency_key():

@@ -25,21 +25,48 @@ def _all_released(events):
     return held == []
 
 
-def test_transfer_takes_row_locks_in_account_id_order(seen):
+def _draw_pair(rng):
+    """Two account ids (the lower first), their balances and an amount, drawn for one grading."""
+    ids = sorted(f"acct-{rng.getrandbits(40):010x}" for _ in range(2))
+    balances = [rng.randint(100, 10**6) for _ in ids]
+    return ids, balances, rng.randint(1, 100)
+
+
+
+def test_transfer_takes_row_locks_in_account_id_order(seen, rng):
+    ids, _, _ = _draw_pair(rng)
     assert seen.value["raised"] is None
-    assert _acquired(seen.value["events"]) == ["acct-1", "acct-2"], seen.value["events"]
+    assert _acquired(seen.value["events"]) == ids, seen.value["events"]
     assert _inversions(seen.value["events"]) == []
 
 
-def test_opposite_transfers_contend_for_the_same_first_lock(seen):
+def _draw_opposites(rng):
+    """Two account ids in drawn order and an amount, drawn for one grading."""
+    return [f"acct-{rng.getrandbits(40):010x}" for _ in range(2)], rng.randint(1, 100)
+
+
+
+def test_opposite_transfers_contend_for_the_same_first_lock(seen, rng):
+    ids, _ = _draw_opposites(rng)
     forward = _acquired(seen.value["forward"])
-    assert forward and _acquired(seen.value["backward"]) == forward
+    assert sorted(forward) == sorted(ids) and _acquired(seen.value["backward"]) == forward
 
 
-def test_no_transfer_in_a_batch_inverts_the_lock_order(seen):
-    assert seen.value["raised"] == [None] * 5
+def _draw_batch(rng):
+    """Four account ids and transfers between them (the first from a higher id to a lower one)."""
+    ids = [f"acct-{rng.getrandbits(40):010x}" for _ in range(4)]
+    pairs = [tuple(rng.sample(range(4), 2)) for _ in range(rng.randint(4, 9))]
+    pairs[0] = tuple(sorted(pairs[0], key=lambda n: ids[n], reverse=True))
+    return ids, pairs
+
+
+
+def test_no_transfer_in_a_batch_inverts_the_lock_order(seen, rng):
+    ids, pairs = _draw_batch(rng)
+    assert seen.value["raised"] == [None] * len(pairs)
+    assert set(_acquired(seen.value["events"])) == {ids[n] for pair in pairs for n in pair}
     assert _inversions(seen.value["events"]) == [], _inversions(seen.value["events"])
-    assert seen.value["completed"] == 5
+    assert seen.value["completed"] == len(pairs)
 
 
 def test_transfer_moves_money_and_releases_both_locks(seen):

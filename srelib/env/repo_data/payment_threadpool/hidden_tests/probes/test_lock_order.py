@@ -35,10 +35,12 @@ class RecordingLock:
         return False
 
 
-def _accounts(events, *balances):
+def _accounts(events, *balances, ids=None):
+    """Accounts with ``balances`` whose locks record into ``events``; ids acct-1, acct-2, ...
+    unless ``ids`` names them."""
     accounts = []
     for n, balance in enumerate(balances, start=1):
-        account = Account(f"acct-{n}", balance)
+        account = Account(ids[n - 1] if ids else f"acct-{n}", balance)
         account.lock = RecordingLock(account.account_id, events)
         accounts.append(account)
     return accounts
@@ -53,28 +55,53 @@ def _transfer(worker, src, dst, amount):
     return None
 
 
-def probe_transfer_takes_row_locks_in_account_id_order():
+def _draw_pair(rng):
+    """Two account ids (the lower first), their balances and an amount, drawn for one grading."""
+    ids = sorted(f"acct-{rng.getrandbits(40):010x}" for _ in range(2))
+    balances = [rng.randint(100, 10**6) for _ in ids]
+    return ids, balances, rng.randint(1, 100)
+
+
+
+def probe_transfer_takes_row_locks_in_account_id_order(rng):
+    ids, balances, amount = _draw_pair(rng)
     events = []
-    low, high = _accounts(events, 100, 100)
-    return {"raised": _transfer(PoolWorker(), high, low, 30), "events": events}
+    low, high = _accounts(events, *balances, ids=ids)
+    return {"raised": _transfer(PoolWorker(), high, low, amount), "events": events}
 
 
-def probe_opposite_transfers_contend_for_the_same_first_lock():
+def _draw_opposites(rng):
+    """Two account ids in drawn order and an amount, drawn for one grading."""
+    return [f"acct-{rng.getrandbits(40):010x}" for _ in range(2)], rng.randint(1, 100)
+
+
+
+def probe_opposite_transfers_contend_for_the_same_first_lock(rng):
+    ids, amount = _draw_opposites(rng)
     forward, backward = [], []
-    a, b = _accounts(forward, 100, 100)
+    a, b = _accounts(forward, 1000, 1000, ids=ids)
     worker = PoolWorker()
-    _transfer(worker, a, b, 10)
+    _transfer(worker, a, b, amount)
     a.lock.events = b.lock.events = backward
-    _transfer(worker, b, a, 10)
+    _transfer(worker, b, a, amount)
     return {"forward": forward, "backward": backward}
 
 
-def probe_no_transfer_in_a_batch_inverts_the_lock_order():
+def _draw_batch(rng):
+    """Four account ids and transfers between them (the first from a higher id to a lower one)."""
+    ids = [f"acct-{rng.getrandbits(40):010x}" for _ in range(4)]
+    pairs = [tuple(rng.sample(range(4), 2)) for _ in range(rng.randint(4, 9))]
+    pairs[0] = tuple(sorted(pairs[0], key=lambda n: ids[n], reverse=True))
+    return ids, pairs
+
+
+
+def probe_no_transfer_in_a_batch_inverts_the_lock_order(rng):
+    ids, pairs = _draw_batch(rng)
     events = []
-    accounts = _accounts(events, 1000, 1000, 1000, 1000)
+    accounts = _accounts(events, 1000, 1000, 1000, 1000, ids=ids)
     worker = PoolWorker()
-    raised = [_transfer(worker, accounts[src], accounts[dst], 5)
-              for src, dst in [(0, 1), (3, 0), (2, 1), (1, 3), (3, 2)]]
+    raised = [_transfer(worker, accounts[src], accounts[dst], 5) for src, dst in pairs]
     return {"raised": raised, "events": events, "completed": worker.completed}
 
 

@@ -30,38 +30,72 @@ def _add_all(worker, messages):
         worker.add(key, value)
 
 
-def probe_each_flush_reports_only_its_own_entries():
+def _drawn_messages(rng, count):
+    """``count`` messages under a drawn key prefix, each carrying a drawn tag."""
+    prefix, tag = f"order{rng.getrandbits(32):x}", rng.getrandbits(40)
+    return [(f"{prefix}:{n}", {"status": "paid", "n": n, "tag": tag}) for n in range(count)]
+
+
+def _draw_two_flushes(rng):
+    return _drawn_messages(rng, rng.randint(1, 9)), _drawn_messages(rng, rng.randint(1, 9))
+
+
+
+def probe_each_flush_reports_only_its_own_entries(rng):
+    first_batch, second_batch = _draw_two_flushes(rng)
     worker = _worker()
-    _add_all(worker, _messages(3))
+    _add_all(worker, first_batch)
     first = worker.flush()
-    _add_all(worker, _messages(2, prefix="refund"))
-    return {"flushed": [first, worker.flush()], "flushed_total": worker.flushed_total}
+    _add_all(worker, second_batch)
+    return {"flushed": [first, worker.flush()], "flushed_total": worker.flushed_total,
+            "last": worker.cache.get(second_batch[-1][0])}
 
 
-def probe_flush_leaves_the_buffer_empty():
+def _draw_buffer(rng):
+    return _drawn_messages(rng, rng.randint(1, 9))
+
+
+
+def probe_flush_leaves_the_buffer_empty(rng):
+    messages = _draw_buffer(rng)
     worker = _worker()
-    _add_all(worker, _messages(3))
+    _add_all(worker, messages)
     worker.flush()
     pending = worker.pending
-    return {"pending": pending, "second_flush": worker.flush(), "round_trips": worker.cache.round_trips}
+    return {"pending": pending, "second_flush": worker.flush(), "round_trips": worker.cache.round_trips,
+            "last": worker.cache.get(messages[-1][0])}
 
 
-def probe_every_message_is_written_to_the_cache_once():
+def _draw_backlog(rng):
+    messages = _drawn_messages(rng, rng.randint(10, 60))
+    return messages, rng.randint(2, 9), len(messages) + rng.randint(0, 20)
+
+
+
+def probe_every_message_is_written_to_the_cache_once(rng):
+    messages, max_batch, limit = _draw_backlog(rng)
     cache = SharedCache(capacity=1000)
-    worker = _worker(cache, _messages(20), max_batch=5)
-    moved = worker.run_once(limit=100)
+    worker = _worker(cache, messages, max_batch=max_batch)
+    moved = worker.run_once(limit=limit)
     return {"moved": moved, "writes": cache.writes, "round_trips": cache.round_trips,
-            "flushed_total": worker.flushed_total}
+            "flushed_total": worker.flushed_total, "last": cache.get(messages[-1][0])}
 
 
-def probe_flushing_does_not_grow_the_cache_traffic_of_later_batches():
+def _draw_rounds(rng):
+    rounds, max_batch = rng.randint(3, 6), rng.randint(3, 12)
+    return rounds, max_batch, _drawn_messages(rng, rounds * max_batch)
+
+
+
+def probe_flushing_does_not_grow_the_cache_traffic_of_later_batches(rng):
+    rounds, max_batch, messages = _draw_rounds(rng)
     cache = SharedCache(capacity=1000)
-    worker = _worker(cache, _messages(30), max_batch=10)
+    worker = _worker(cache, messages, max_batch=max_batch)
     writes = []
-    for _ in range(3):
-        worker.run_once(limit=10)
+    for _ in range(rounds):
+        worker.run_once(limit=max_batch)
         writes.append(cache.writes)
-    return writes
+    return {"writes": writes, "last": cache.get(messages[-1][0])}
 
 
 def probe_batch_is_written_in_one_round_trip():

@@ -4,14 +4,31 @@ ADVISORY_FIXED_URLLIB3 = [2, 2, 2]
 IDEMPOTENCY_SERIES = [1, 4]
 
 
-def test_pinned_serializer_is_a_supported_release(seen):
+def _draw_event(rng):
+    """An event with a drawn id, amount and idempotency key."""
+    event_id = f"e-{rng.getrandbits(40):x}"
+    return {"event_id": event_id, "kind": "payment_captured", "payload": {"amount": rng.randint(1, 10**6)},
+            "idempotency_key": f"capture:{event_id}"}
+
+
+
+def test_pinned_serializer_is_a_supported_release(seen, rng):
     version = seen.value["version"]
     assert seen.value["supported"] is True, f"shared-serializer {version} is not supported"
     assert [int(part) for part in version.split(".")][:2] == IDEMPOTENCY_SERIES, version
+    decoded = seen.value["decoded"]
+    assert {key: decoded[key] for key in decoded if key != "schema"} == _draw_event(rng), decoded
 
 
-def test_the_codec_starts_with_the_pinned_release(seen):
-    assert seen.value["idempotency_key"] == "capture:e-7"
+def _draw_codec_event(rng):
+    return _draw_event(rng)
+
+
+
+def test_the_codec_starts_with_the_pinned_release(seen, rng):
+    event = _draw_codec_event(rng)
+    assert seen.value["idempotency_key"] == event["idempotency_key"]
+    assert seen.value["payload"] == event["payload"]
 
 
 def test_the_codec_still_needs_the_idempotency_key_release(seen):

@@ -15,16 +15,29 @@ def _pins():
     return pins
 
 
-def probe_pinned_serializer_is_a_supported_release():
+def _draw_event(rng):
+    """An event with a drawn id, amount and idempotency key."""
+    event_id = f"e-{rng.getrandbits(40):x}"
+    return {"event_id": event_id, "kind": "payment_captured", "payload": {"amount": rng.randint(1, 10**6)},
+            "idempotency_key": f"capture:{event_id}"}
+
+
+
+def probe_pinned_serializer_is_a_supported_release(rng):
     version = _pins()["shared-serializer"]
-    return {"version": version, "supported": serializer.supports(version)}
+    codec = serializer.SchemaCodec(version)
+    return {"version": version, "supported": serializer.supports(version),
+            "decoded": codec.decode(codec.encode("event_v2", _draw_event(rng)))}
 
 
-def probe_the_codec_starts_with_the_pinned_release():
+def _draw_codec_event(rng):
+    return _draw_event(rng)
+
+
+
+def probe_the_codec_starts_with_the_pinned_release(rng):
     codec = serializer.SchemaCodec(_pins()["shared-serializer"])
-    event = {"event_id": "e-7", "kind": "payment_captured", "payload": {"amount": 1999},
-             "idempotency_key": "capture:e-7"}
-    return codec.decode(codec.encode("event_v2", event))
+    return codec.decode(codec.encode("event_v2", _draw_codec_event(rng)))
 
 
 def probe_the_codec_still_needs_the_idempotency_key_release():

@@ -1,0 +1,178 @@
+"""Localisation columns: how close an episode came to the fault, read from its trajectory.
+
+Analysis only: nothing here enters the reward. :func:`localisation` reads an episode's records
+against the task (the scenario's culprit service, :func:`srelib.env.bug_site.bug_site`) and
+returns :data:`LOCALISATION_COLUMNS`:
+
+phase 1 (None when phase 1 was not played, as in ``p2_only``):
+
+* ``culprit_rank``: the culprit's position (1 = first) among the services the agent checked, in
+  the order it first checked each; None if never checked. A check is a valid investigation
+  action aimed at a service (:data:`SIGNALS`).
+* ``culprit_step``, ``culprit_minutes``: the step, and the simulated minutes since the page,
+  of the first check of the culprit; None if never checked.
+* ``evidence_viewed``: which of the culprit's signals (:data:`SIGNALS`) were viewed, sorted and
+  comma-separated ("" for none); ``evidence_coverage``: their share of all signals.
+
+phase 2 (None when phase 2 was not played, as in ``p1_only``; each also None when the task has
+nothing to find, e.g. no bad commit or no fix):
+
+* ``commit_diffed``: 1 if the agent diffed the bad commit, else 0;
+* ``bad_file_read``: 1 if it read a file the reference fix changes;
+* ``bad_file_edited``: 1 if its proposed patch changes such a file;
+* ``bad_function_edited``: 1 if its patch changes a line inside a function the reference fix
+  changes (spans in the buggy tree, the one phase 2 shows);
+* ``files_read_before_patch``: how many distinct files it read before proposing a patch or
+  declaring no change (or before the episode ended).
+
+:func:`partial_repair` reads the grader's partial-repair fields (``fail_to_pass_rate``,
+``pass_to_pass_rate``) from a score for the frame's columns beside ``resolved``.
+:func:`localisation_scores` folds the columns of a frame into
+one number per phase for plots.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+from srelib.env.actions import ActionType
+
+#: The investigation actions aimed at a service, by the signal each shows.
+SIGNALS = {ActionType.QUERY_LOGS.value: "logs", ActionType.CHECK_METRICS.value: "metrics",
+           ActionType.CHECK_DEPLOY_HISTORY.value: "deploys",
+           ActionType.CHECK_DEPENDENCIES.value: "dependencies",
+           ActionType.RUN_HEALTH_CHECK.value: "health"}
+PHASE1_COLUMNS = ("culprit_rank", "culprit_step", "culprit_minutes", "evidence_coverage",
+                  "evidence_viewed")
+PHASE2_COLUMNS = ("commit_diffed", "bad_file_read", "bad_file_edited", "bad_function_edited",
+                  "files_read_before_patch")
+PARTIAL_REPAIR = ("fail_to_pass_rate", "pass_to_pass_rate")
+LOCALISATION_COLUMNS = (*PHASE1_COLUMNS, *PHASE2_COLUMNS)
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+_ENDS_PHASE2 = (ActionType.PROPOSE_PATCH.value, ActionType.DECLARE_NO_CHANGE.value)
+
+
+def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The localisation columns of one episode (see the module doc)."""
+    from srelib.env.bug_site import bug_site
+    from srelib.env.pools import MODES
+    from srelib.env.scenarios import get_scenario
+
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
+    columns: dict[str, Any] = dict.fromkeys(LOCALISATION_COLUMNS)
+    if mode != "p2_only":
+        columns.update(phase1_columns(get_scenario(task).root_cause_service, records))
+    if mode != "p1_only":
+        columns.update(phase2_columns(bug_site(task), records))
+    return columns
+
+
+def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``culprit_rank``, ``culprit_step``, ``culprit_minutes``, ``evidence_coverage`` and
+    ``evidence_viewed`` for the culprit service ``culprit``."""
+    checked: list[str] = []
+    first: Mapping[str, Any] | None = None
+    viewed: set[str] = set()
+    for record in records:
+        action = record.get("action") or {}
+        kind = SIGNALS.get(action.get("action_type"))
+        service = action.get("target_service")
+        if record.get("phase") != 1 or not record.get("valid") or kind is None or not service:
+            continue
+        if service not in checked:
+            checked.append(service)
+        if service == culprit:
+            viewed.add(kind)
+            first = first or record
+    return {"culprit_rank": checked.index(culprit) + 1 if culprit in checked else None,
+            "culprit_step": None if first is None else first.get("step"),
+            "culprit_minutes": None if first is None else first.get("minute"),
+            "evidence_coverage": len(viewed) / len(SIGNALS),
+            "evidence_viewed": ",".join(sorted(viewed))}
+
+
+def phase2_columns(site: Any, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``commit_diffed``, ``bad_file_read``, ``bad_file_edited``, ``bad_function_edited`` and
+    ``files_read_before_patch`` against ``site`` (a :class:`srelib.env.bug_site.BugSite`)."""
+    diffed, read, patch = False, [], None
+    for record in records:
+        action = record.get("action") or {}
+        kind, params = action.get("action_type"), action.get("parameters") or {}
+        if record.get("phase") != 2 or not record.get("valid"):
+            continue
+        if kind in _ENDS_PHASE2:
+            patch = str((record.get("effect") or {}).get("diff") or params.get("diff") or "")
+            break
+        if kind == ActionType.READ_FILE.value and _path(params.get("path")) not in read:
+            read.append(_path(params.get("path")))
+        sha = str(params.get("commit_sha") or "").strip().lower()
+        if kind == ActionType.GET_FILE_DIFF.value and site.bad_commit and sha and \
+                site.bad_commit.startswith(sha):
+            diffed = True
+    touched = touched_lines(patch or "")
+    has_files = bool(site.files)
+    return {"commit_diffed": None if not site.bad_commit else int(diffed),
+            "bad_file_read": int(any(p in site.files for p in read)) if has_files else None,
+            "bad_file_edited": int(any(p in site.files for p in touched)) if has_files else None,
+            "bad_function_edited": int(any(
+                f.first_line <= line <= f.last_line for f in site.functions
+                for line in touched.get(f.file, ()))) if site.functions else None,
+            "files_read_before_patch": len(read)}
+
+
+def partial_repair(score: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The grader's FAIL_TO_PASS and PASS_TO_PASS pass fractions, where the score has them."""
+    score = score or {}
+    patch = score.get("patch") or {}
+    return {k: score.get(k, patch.get(k)) for k in PARTIAL_REPAIR}
+
+
+def localisation_scores(frame):
+    """Per episode of a results frame, ``(phase-1, phase-2)`` localisation in [0, 1]: phase 1
+    is ``1 / culprit_rank`` (0 if the culprit was never checked), phase 2 the mean of the
+    phase-2 indicators the task has (``commit_diffed``, ``bad_file_read``, ``bad_file_edited``,
+    ``bad_function_edited``). NaN where the phase was not played or has nothing to find."""
+    import pandas as pd
+
+    rank = pd.to_numeric(frame["culprit_rank"], errors="coerce")
+    played = pd.to_numeric(frame["evidence_coverage"], errors="coerce").notna()
+    phase1 = (1 / rank).fillna(0).where(played)
+    found = frame[list(PHASE2_COLUMNS[:4])].apply(pd.to_numeric, errors="coerce")
+    return pd.DataFrame({"phase1": phase1, "phase2": found.mean(axis=1, skipna=True)},
+                        index=frame.index)
+
+
+def touched_lines(diff: str) -> dict[str, set[int]]:
+    """Per file, the 1-based lines of the original a patch replaces or deletes, and the lines
+    on both sides of each insertion (``bug_site.changed_lines``'s rule, read off a diff)."""
+    touched: dict[str, set[int]] = {}
+    path, line, replacing = None, 0, False
+    for text in diff.splitlines():
+        if text.startswith("--- "):
+            path = None
+        elif text.startswith("+++ "):
+            target = text[4:].strip().split("\t")[0]
+            path = None if target == "/dev/null" else _path(target.removeprefix("b/"))
+            if path is not None:
+                touched.setdefault(path, set())
+        elif (match := _HUNK.match(text)) and path is not None:
+            line, replacing = int(match.group(1)), False
+        elif path is None or text[:1] not in ("-", "+", " "):
+            continue
+        elif text.startswith("-"):
+            touched[path].add(line)
+            line, replacing = line + 1, True
+        elif text.startswith("+"):
+            if not replacing:  # an insertion: the lines on both sides
+                touched[path].update({line - 1, line})
+        else:
+            line, replacing = line + 1, False
+    return touched
+
+
+def _path(path: Any) -> str:
+    """A repository path as the workspace names it (no leading ``./``)."""
+    text = str(path or "").strip()
+    return text[2:] if text.startswith("./") else text

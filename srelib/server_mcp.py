@@ -1,0 +1,208 @@
+"""The actions as MCP tools on OpenEnv's ``/mcp`` route, with MCP's session handshake.
+
+OpenEnv answers ``tools/list`` and ``tools/call`` on ``POST /mcp`` (and on the ``/mcp``
+WebSocket) from an environment's ``mcp_server``. :func:`action_tools` builds that server for one
+session's :class:`~srelib.server.SreEnvironment`: one tool per action, its input schema the
+action vocabulary's (:func:`srelib.policies.tools.tool_definitions`, the schema the chat
+policies and the TRL adapter use), plus :data:`NEW_INCIDENT`, which starts an episode. A call
+returns MCP's ``CallToolResult``: the observation as text (as the tool-calling policies see it)
+and, as structured content, the observation, reward and ``done``.
+
+OpenEnv's route knows neither MCP's ``initialize`` handshake nor its session header, so a
+standard client (``mcp``'s streamable HTTP client, ``fastmcp.Client``) could not connect.
+:class:`McpLifecycle` adds them in front of it: ``initialize`` opens an OpenEnv session and
+returns its id as ``Mcp-Session-Id``; a request carrying that header runs in that session
+(OpenEnv's ``params.session_id``); a notification gets 202; ``DELETE /mcp`` closes the session.
+The sessions count against the server's caps like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any, Callable
+
+from srelib.env.pools import MODES, POOLS
+from srelib.server_guard import MAX_BODY, Clients, client_host, respond_json
+
+#: The tool that starts an episode (OpenEnv reserves ``reset`` for its own protocol).
+NEW_INCIDENT = "new_incident"
+_RESET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "a task id (srelib tasks); default: drawn "
+                                                  "from the pool"},
+        "pool": {"type": "string", "enum": sorted(POOLS), "description": "the task pool; "
+                                                                       "default none"},
+        "mode": {"type": "string", "enum": list(MODES), "description": "the episode's phases; "
+                                                                     "default the pool's, else joint"},
+        "seed": {"type": "integer", "description": "the episode's seed; default drawn"},
+    },
+    "required": [],
+}
+_HEADER = b"mcp-session-id"
+_TOKEN = b"x-session-token"  # an MCP session's id is its token (server_guard.Clients.tokens)
+
+
+def action_tools(env) -> Any:
+    """A FastMCP server whose tools play ``env`` (a :class:`~srelib.server.SreEnvironment`)."""
+    from fastmcp import FastMCP
+    from fastmcp.tools.function_tool import FunctionTool
+
+    import srelib
+    from srelib.policies.tools import tool_definitions
+
+    lock = threading.Lock()  # one call at a time on the session's environment
+    server = FastMCP("srelib", version=srelib.__version__)
+    tools = [(NEW_INCIDENT, "Start an incident (an episode); call it before any action.",
+              _RESET_SCHEMA)]
+    tools += [(t["function"]["name"], t["function"]["description"], t["function"]["parameters"])
+              for t in tool_definitions()]
+    for name, description, schema in tools:
+        server.add_tool(FunctionTool(name=name, description=description, parameters=schema,
+                                     fn=_caller(env, name, lock)))
+    return server
+
+
+def _caller(env, name: str, lock: threading.Lock) -> Callable:
+    async def call(**arguments: Any) -> dict:
+        def play() -> dict:
+            with lock:
+                return tool_result(env, name, arguments)
+        return await asyncio.to_thread(play)  # off the event loop: grading runs tests
+    call.__name__ = name
+    return call
+
+
+def tool_result(env, name: str, arguments: dict) -> dict:
+    """MCP's ``CallToolResult`` for the tool ``name`` called on ``env``; a call the
+    environment refuses (an unknown reset option, no episode yet) is an error result."""
+    from openenv.core.env_server import serialize_observation
+
+    from srelib.policies.prompts import render_observation
+    from srelib.policies.tools import action_from_tool_call
+    from srelib.server import NoEpisodeError, SreAction, observation_dict
+
+    try:
+        if name == NEW_INCIDENT:
+            observation = env.reset(**arguments)
+        else:
+            observation = env.step(SreAction(**action_from_tool_call(name, arguments)))
+    except (ValueError, RuntimeError) as exc:
+        hint = f" (call {NEW_INCIDENT})" if isinstance(exc, NoEpisodeError) else ""
+        return {"content": [{"type": "text", "text": f"{exc}{hint}"}], "isError": True}
+    served = serialize_observation(observation)
+    text = render_observation(observation_dict(served["observation"], served["done"]), tools=True)
+    return {"content": [{"type": "text", "text": text}], "structuredContent": served,
+            "isError": False}
+
+
+class McpLifecycle:
+    """The ASGI middleware (module doc) over OpenEnv's ``/mcp`` for ``server`` (its
+    ``HTTPEnvServer``); ``clients`` counts the sessions it opens per client host."""
+
+    def __init__(self, app, server, clients: Clients):
+        self.app, self.server, self.clients = app, server, clients
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] != "/mcp" or scope["method"] not in ("POST", "DELETE"):
+            return await self.app(scope, receive, send)
+        session = dict(scope.get("headers") or []).get(_HEADER, b"").decode(errors="replace") or None
+        if scope["method"] == "DELETE":
+            return await self._close(session, send)
+        body = await _body(receive)
+        if body is None:
+            return await respond_json(send, 413, {"detail": f"bodies over {MAX_BODY} bytes"})
+        try:
+            request = json.loads(body)
+        except (ValueError, RecursionError):
+            request = None
+        if not isinstance(request, dict):
+            return await self.app(scope, _replay(body, receive), send)
+        if "id" not in request and isinstance(request.get("method"), str):  # a notification
+            return await _respond_empty(send, 202)
+        method, request_id = request.get("method"), request.get("id")
+        if method == "initialize":
+            return await self._initialize(scope, request, send)
+        if method == "ping":
+            return await respond_json(send, 200, _result(request_id, {}))
+        if session is not None:
+            if session not in self.clients.owners or self.server._sessions.get(session) is None:
+                return await respond_json(send, 404, _failure(request_id, -32001, "no such MCP session"))
+            params = request.get("params")
+            request["params"] = {**(params if isinstance(params, dict) else {}), "session_id": session}
+            body = json.dumps(request).encode()
+            kept = [(k, v) for k, v in scope["headers"] if k not in (b"content-length", _TOKEN)]
+            scope = {**scope, "headers": kept + [(b"content-length", str(len(body)).encode()),
+                                                 (_TOKEN, session.encode())]}
+        return await self.app(scope, _replay(body, receive), send)
+
+    async def _initialize(self, scope, request: dict, send) -> None:
+        from mcp.shared.version import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+        from openenv.core.env_server import SessionCapacityError
+
+        import srelib
+
+        host, request_id = client_host(scope), request.get("id")
+        if self.clients.full(host, lambda s: s in self.server._sessions):
+            return await respond_json(send, 429, _failure(request_id, -32000, "this client holds the "
+                                                      "most sessions one client may"))
+        try:
+            session, _env = await self.server._create_session()
+        except SessionCapacityError as exc:
+            return await respond_json(send, 503, _failure(request_id, -32000, str(exc)))
+        self.clients.tokens[session], self.clients.owners[session] = session, host
+        params = request.get("params") if isinstance(request.get("params"), dict) else {}
+        asked = params.get("protocolVersion")
+        result = {"protocolVersion": asked if asked in SUPPORTED_PROTOCOL_VERSIONS
+                  else LATEST_PROTOCOL_VERSION,
+                  "capabilities": {"tools": {"listChanged": False}},
+                  "serverInfo": {"name": "srelib", "version": srelib.__version__},
+                  "instructions": f"Call {NEW_INCIDENT} to start an incident, then the actions."}
+        await respond_json(send, 200, _result(request_id, result), [(_HEADER, session.encode())])
+
+    async def _close(self, session: str | None, send) -> None:
+        if session is None or session not in self.clients.owners:
+            return await respond_json(send, 404, {"detail": "no such MCP session"})
+        if session in self.server._sessions:
+            await self.server._destroy_session(session)
+        self.clients.tokens.pop(session, None)
+        self.clients.owners.pop(session, None)
+        await _respond_empty(send, 200)
+
+
+def _result(request_id, result: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _failure(request_id, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+async def _body(receive) -> bytes | None:
+    """The request's body, or None past :data:`~srelib.server_guard.MAX_BODY` bytes."""
+    body, more = b"", True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+        if len(body) > MAX_BODY:
+            return None
+    return body
+
+
+def _replay(body: bytes, receive):
+    replayed = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay():
+        return replayed.pop() if replayed else await receive()
+    return replay
+
+
+async def _respond_empty(send, status: int) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
