@@ -12,8 +12,9 @@ from red_team_surface import TemplateLearner, pool_means, single_field_cheaters
 from srelib.env.pools import TRAIN_TASKS
 from srelib.tell_audit import classic_surfaces, surface
 
-#: Generated tasks played per pool (train tasks in A-C, held-out in D), one seed each.
-PER_POOL = 6
+#: Generated tasks played per pool (train tasks in A-C, held-out in D), one seed each: enough
+#: that one task over the bar is under the 10% share the bar allows.
+PER_POOL = 20
 
 
 def _maker(cheater):

@@ -25,8 +25,8 @@ from srelib.env.repos import load_repo
 from srelib.env.scenarios import get_scenario
 from srelib.env.taskgen import cache
 from srelib.env.taskgen.bases import BASES
-from srelib.env.taskgen.recipes import HELDOUT_FAMILIES, split_of
-from srelib.env.taskgen.shapes import SHAPES
+from srelib.env.taskgen.recipes import split_of, templates_for
+from srelib.env.taskgen.shape_lib import SHAPE_SPLITS, SHAPES
 from srelib.env.taskgen.suite import MIN_FAIL_TO_PASS, MIN_PASS_TO_PASS, derived_test_reasons
 from srelib.policies.hijack import HIJACK_KINDS, runner_hijack_patch
 from srelib.policies.revert import reverse_diff
@@ -78,17 +78,37 @@ def test_the_suite_is_large_varied_split_and_accounts_for_every_candidate(suite)
     assert not rejected & set(suite.tasks)
     assert len(suite.tasks) + len(rejected) == suite.candidates == len(taskgen.candidates())
     assert suite.admission_rate == len(suite.tasks) / suite.candidates
-    # splits: whole families held out, and held-out (family, service) pairs in train families
-    by_split = {s: {(i.family, i.service) for i in infos if i.split == s} for s in ("train", "heldout")}
-    assert not by_split["train"] & by_split["heldout"]
-    assert len(HELDOUT_FAMILIES) >= 2
-    assert {f for f, _ in by_split["heldout"]} >= set(HELDOUT_FAMILIES)
-    assert not {f for f, _ in by_split["train"]} & set(HELDOUT_FAMILIES)
-    held_pairs_of_train_families = {p for p in by_split["heldout"] if p[0] not in HELDOUT_FAMILIES}
-    assert held_pairs_of_train_families
-    assert all(i.split == split_of(i.family, i.service) == ("heldout" if get_scenario(t).heldout
-                                                              else "train")
+    # splits: whole bug shapes held out, some in every fault family
+    shape_of = {t: taskgen.candidates()[t].shape for t in suite.tasks}
+    shapes = {s: {shape_of[t] for t, i in suite.tasks.items() if i.split == s} for s in ("train", "heldout")}
+    assert not shapes["train"] & shapes["heldout"], "no held-out task shares its shape with a train task"
+    for family in (f for f in taskgen.FAMILIES.values() if f.needs_fix):
+        for split in ("train", "heldout"):
+            admitted = {shape_of[t] for t, i in suite.tasks.items() if i.family == family.name and i.split == split}
+            assert len(admitted) >= 2, (family.name, split, admitted)
+    assert all(i.split == split_of(shape_of[t]) == ("heldout" if get_scenario(t).heldout else "train")
                for t, i in _sample_items(suite.tasks, 30))
+
+
+def test_every_shape_is_registered_with_a_split_and_sits_in_several_places():
+    assert set(SHAPE_SPLITS) == set(SHAPES) and set(SHAPE_SPLITS.values()) == {"train", "heldout"}
+    sites = Counter(c.shape for c in taskgen.candidates().values() if taskgen.FAMILIES[c.family].needs_fix)
+    assert set(sites) == set(SHAPES) and min(sites.values()) >= 2 * len(SERVICES)
+    with pytest.raises(ValueError, match="unknown shape"):
+        split_of("nowhere")
+
+
+def test_held_out_incidents_tell_stories_train_never_told(suite):
+    def template(task: str) -> str:
+        title = get_scenario(task).title.lower()
+        for service in sorted(SERVICES, key=len, reverse=True):
+            title = title.replace(service.replace("_", " "), "<service>").replace(service, "<service>")
+        return f"{suite.tasks[task].family}: {title}"
+
+    told = {s: {template(t) for t, i in suite.tasks.items() if i.split == s} for s in ("train", "heldout")}
+    assert told["heldout"] and not told["train"] & told["heldout"]
+    with pytest.raises(ValueError, match="unknown split"):
+        templates_for(("a", "b"), "test")
 
 
 def test_admitted_tasks_carry_derived_tests_and_a_fix_where_one_is_needed(suite):

@@ -295,7 +295,7 @@ display(Markdown("\n".join([
 # gate. Task ids read `family.service.site`; `srelib.list_tasks(suite, split)` lists them, and
 # `evaluate`, `IncidentEnv.reset` and `srelib eval --tasks` take ids and suite names alike
 # (`"generated"`, `"generated:heldout"`). Pools keep their meaning: C plays the train tasks of
-# any suite, D the held-out ones, among them whole families no train task has.
+# any suite, D the held-out ones, whose bug shapes no train task has.
 #
 # This section plays a small sample (`GEN_PER_FAMILY` tasks per family and split, `GEN_SEEDS`
 # seed each); the README's table is the same over the whole suite.
@@ -318,7 +318,7 @@ display(Markdown(to_markdown(family_scores(generated), index=False)))
 
 # %% [markdown]
 # Each cell is the mean final score with the 10th-90th percentile range of its episodes. As
-# distributions, one column per family (held-out families included):
+# distributions, one column per family:
 
 # %%
 by_family = with_family(generated)

@@ -14,7 +14,7 @@ both files. Same GENERATOR_VERSION and id, same bytes, in any process.
 from __future__ import annotations
 
 from .families import FAMILIES, Family
-from .recipes import GENERATOR_VERSION, HELDOUT_FAMILIES, Candidate, split_of
+from .recipes import GENERATOR_VERSION, Candidate, split_of
 from .tasks import REPO_PREFIX, build_repo, build_scenario, candidate, is_generated_id
 
 
@@ -32,6 +32,6 @@ def generated_suite():
     return _suite()
 
 
-__all__ = ["FAMILIES", "Family", "GENERATOR_VERSION", "HELDOUT_FAMILIES", "REPO_PREFIX", "Candidate",
+__all__ = ["FAMILIES", "Family", "GENERATOR_VERSION", "REPO_PREFIX", "Candidate",
            "build_repo", "build_scenario", "candidate", "candidates", "generated_suite",
            "is_generated_id", "split_of"]

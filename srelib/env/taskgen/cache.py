@@ -37,9 +37,11 @@ _WRITTEN: dict[str, str] = {}
 @functools.lru_cache(maxsize=1)  # no arguments: one short string
 def _source_digest() -> str:
     digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for path in sorted(here.rglob("*.py")):  # the shape modules included
+        digest.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes())
     # the gate policies admission plays and the tell audit it runs
-    above = [Path(__file__).parents[2] / name for name in ("admission.py", "tell_audit.py")]
-    for path in [*sorted(Path(__file__).parent.glob("*.py")), *above]:
+    for path in (Path(__file__).parents[2] / name for name in ("admission.py", "tell_audit.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from srelib.env.actions import FAULT_CLASSES
 
-from .shapes import SHAPES
+from .shape_lib import SHAPES
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,6 @@ class Family:
 
     name: str
     fault_class: str
-    shapes: tuple  # bug shapes (for ``none``: the shapes whose feature ships, bug-free)
     symptoms: tuple  # keys of SYMPTOMS: what the page may say, each shared with other families
     root_cause: str  # the correct root cause, a template
     keywords: tuple  # words of ``root_cause`` the declaration should use
@@ -54,6 +53,12 @@ class Family:
     @property
     def needs_fix(self) -> bool:
         return self.fault_class != "none"
+
+    @property
+    def shapes(self) -> tuple:
+        """Its bug shapes from the registry; the no-fault family's are every shape, whose
+        feature it ships bug-free."""
+        return tuple(n for n, s in SHAPES.items() if s.family == self.name or not self.needs_fix)
 
 
 _CALLER_LOGS = (("WARN", "Slow calls to <svc>: p99 {latency_p99:.0f}ms over the last minute", 2, None),
@@ -93,7 +98,7 @@ TITLE_PREFIXES = ("", "", "", "User report: ")
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family(
-        "memory_leak", "memory_leak", ("lru", "subscribers"),
+        "memory_leak", "memory_leak",
         symptoms=("restarts", "slow", "errors"),
         root_cause="memory leak in the <svc> service: <nouns> kept in memory are never released "
                    "since the deploy that shipped <feature>",
@@ -105,7 +110,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
              ("memory", ">", 96.0)))),
         callers=_CALLERS),
     Family(
-        "pool_exhaustion", "pool_exhaustion", ("lease", "slots"),
+        "pool_exhaustion", "pool_exhaustion",
         symptoms=("slow", "errors", "stalls"),
         root_cause="pool exhaustion in the <svc> service: a failed call never hands its slot "
                    "back to the <noun> pool since the deploy that shipped <feature>",
@@ -116,7 +121,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("ERROR", "Timed out after {ms}ms waiting for a free <noun> slot", 2, ("error_rate", ">", 5.0)))),
         callers=_CALLERS),
     Family(
-        "retry_storm", "retry_storm", ("backoff", "budget"),
+        "retry_storm", "retry_storm",
         symptoms=("load", "errors", "slow"),
         root_cause="retry storm from the <svc> service: its <noun> client retries every failure "
                    "with no growing backoff since the deploy that shipped <feature>",
@@ -131,7 +136,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Request rate from <svc> far above normal: {count} req/s per replica", 1, None),
             ("ERROR", "Shedding load: queue full, rejecting request from <svc>", 2, None)))),
     Family(
-        "config_change", "config_change", ("units", "flags"),
+        "config_change", "config_change",
         symptoms=("errors", "restarts", "stalls"),
         root_cause="configuration change in the <svc> service: a <noun> setting is read wrongly "
                    "since the deploy that shipped <feature>",
@@ -142,7 +147,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Settings loaded for <nouns>; {count} requests failed validation", 3, None))),
         callers=_CALLERS, ago=(25, 70)),
     Family(
-        "deadlock", "deadlock", ("lock_order", "reentry"),
+        "deadlock", "deadlock",
         symptoms=("stalls", "slow", "restarts"),
         root_cause="deadlock in the <svc> service: <nouns> code takes a lock it already holds or "
                    "takes two locks in opposite orders since the deploy that shipped <feature>",
@@ -154,7 +159,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("ERROR", "Request timed out after 30000ms in the <noun> handler", 2, None))),
         callers=_CALLERS),
     Family(
-        "cache_thrash", "cache_thrash", ("keying", "namespace"),
+        "cache_thrash", "cache_thrash",
         symptoms=("slow", "load", "stalls"),
         root_cause="cache thrash caused by the <svc> service: its <noun> cache keys defeat the "
                    "shared cache since the deploy that shipped <feature>",
@@ -168,7 +173,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             ("WARN", "Evicting {count} keys per second: memory limit reached", 1, None),
             ("WARN", "Key churn from <svc>: most new keys are never read", 3, None)))),
     Family(
-        "shared_dependency", "shared_dependency", ("money", "timestamps"),
+        "shared_dependency", "shared_dependency",
         symptoms=("errors", "load", "restarts"),
         root_cause="shared dependency change in the <svc> service: its vendored helper library "
                    "changed behaviour in the deploy that shipped <feature>",
@@ -179,7 +184,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         callers=Effect(target=(("error_rate", (6.0, 16.0)),), ramp=4, logs=(
             ("ERROR", "Invalid response from <svc>: values failed validation", 2, None),))),
     Family(
-        "none", "none", ("lru", "backoff", "flags", "lock_order"),
+        "none", "none",
         symptoms=("slow", "errors", "load", "stalls", "restarts"),
         root_cause="no fault: <svc> is working normally; the deploy that shipped <feature> is "
                    "fine and the slowness is organic load, which the service absorbs",
@@ -203,9 +208,9 @@ def _check() -> None:
             raise ValueError(f"family {f.name}: fault class {f.fault_class!r} not in FAULT_CLASSES")
         if not f.symptoms or any(s not in SYMPTOMS for s in f.symptoms):
             raise ValueError(f"family {f.name}: symptoms {f.symptoms} must be keys of SYMPTOMS")
-        unknown = [s for s in f.shapes if s not in SHAPES]
-        if unknown:
-            raise ValueError(f"family {f.name}: unknown shapes {unknown}")
+    unknown = sorted({s.family for s in SHAPES.values()} - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"shapes name unknown families {unknown}; valid: {sorted(FAMILIES)}")
 
 
 _check()

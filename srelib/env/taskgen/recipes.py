@@ -30,13 +30,10 @@ from srelib.env.infra import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES, FIR
 
 from .bases import BASES
 from .families import FAMILIES, SEVERITIES, SYMPTOMS, TITLE_PREFIXES, Effect, Family
-from .shapes import SHAPES, Shape, fill
+from .shape_lib import SHAPE_SPLITS, SHAPES
+from .shapes import Shape, fill
 
 GENERATOR_VERSION = "2"
-#: Families whose tasks are all held out; the other families hold out the services below.
-HELDOUT_FAMILIES = ("pool_exhaustion", "shared_dependency")
-#: For each train family, how many of its culprit services are held out (the rest train).
-HELDOUT_SERVICES_PER_FAMILY = 1
 
 
 @dataclass(frozen=True)
@@ -73,8 +70,8 @@ def _sites(family: Family, service: str) -> list[tuple[str, str, str]]:
     nouns = BASES[service].nouns
     if family.needs_fix:
         return [(n, p, s) for s in family.shapes for n, p in nouns]
-    # the no-fault family: one shipped feature per noun, shapes taken in turn
-    offset = SERVICES.index(service)
+    # the no-fault family: one shipped feature per noun, every shape taken in turn
+    offset = SERVICES.index(service) * len(nouns)
     return [(n, p, family.shapes[(offset + i) % len(family.shapes)]) for i, (n, p) in enumerate(nouns)]
 
 
@@ -89,13 +86,24 @@ def candidates() -> dict[str, Candidate]:
     return out
 
 
-def split_of(family: str, service: str) -> str:
-    """``"train"`` or ``"heldout"``: whole held-out families, and per train family a few
-    services chosen by a stable draw."""
-    if family in HELDOUT_FAMILIES:
-        return "heldout"
-    order = sorted(SERVICES, key=lambda s: hashlib.sha256(f"{family}:{s}".encode()).hexdigest())
-    return "heldout" if service in order[:HELDOUT_SERVICES_PER_FAMILY] else "train"
+def split_of(shape: str) -> str:
+    """``"train"`` or ``"heldout"``: the split of every task whose bug (or, in the no-fault
+    family, shipped feature) has ``shape``. Whole shapes are held out, each fault family
+    holding out some of its shapes, so no held-out task shares its shape with a train task."""
+    if shape not in SHAPE_SPLITS:
+        raise ValueError(f"unknown shape {shape!r}; valid: {sorted(SHAPE_SPLITS)}")
+    return SHAPE_SPLITS[shape]
+
+
+def templates_for(templates: tuple, split: str) -> tuple:
+    """The story templates (a symptom's titles or summaries) a split's incidents draw from,
+    dealt out in turn, train first, so a held-out page is not one a train page used; a single
+    template is shared."""
+    if split not in ("train", "heldout"):
+        raise ValueError(f"unknown split {split!r}; valid: ['train', 'heldout']")
+    if len(templates) < 2:
+        return templates
+    return templates[0 if split == "train" else 1::2]
 
 
 # ───────────────────────────────────────────────────────────────────── the repository
@@ -314,15 +322,16 @@ def _routine_deploys(service: str, family: Family, rng: random.Random) -> list[d
     return out
 
 
-def _page(family: Family, involved: list[str], rng: random.Random) -> tuple[str, str]:
+def _page(family: Family, involved: list[str], rng: random.Random, split: str) -> tuple[str, str]:
     """The page's title and summary: a symptom of the family, naming services drawn from those
     the fault reaches, the api gateway and two that it does not reach (the culprit is one
-    candidate among them)."""
+    candidate among them), in templates of the task's split."""
     others = [s for s in SERVICES if s not in involved and s != "api_gateway"]
     named = list(dict.fromkeys([*involved, "api_gateway", *rng.sample(others, min(2, len(others)))]))
     a, b = rng.sample(named, 2)
     x = named[rng.randrange(len(named))]
-    titles, summaries = SYMPTOMS[family.symptoms[rng.randrange(len(family.symptoms))]]
+    titles, summaries = (templates_for(t, split)
+                         for t in SYMPTOMS[family.symptoms[rng.randrange(len(family.symptoms))]])
     words = {"<x>": _display(x), "<A>": _display(a).capitalize(), "<a>": _display(a), "<b>": _display(b)}
     title = TITLE_PREFIXES[rng.randrange(len(TITLE_PREFIXES))] + titles[rng.randrange(len(titles))]
     return _text(title, words), _text(summaries[rng.randrange(len(summaries))], words)
@@ -361,7 +370,7 @@ def scenario_raw(c: Candidate, h: History, split: str, order: int) -> dict:
     deploys = {c.service: _culprit_deploys(c, h, family, ago, area, rng)}
     for other in rng.sample([s for s in SERVICES if s != c.service], 1 + rng.randrange(2)):
         deploys[other] = _routine_deploys(other, family, rng)
-    title, summary = _page(family, involved, rng)
+    title, summary = _page(family, involved, rng, split)
     herrings = rng.sample(_HERRINGS, 2)
     others = [s for s in SERVICES if s not in involved]
     return {

@@ -107,7 +107,7 @@ def generate(workers: int = WORKERS) -> SuiteReport:
             report.rejected.setdefault(why, []).append(task)
         if not reasons[task]:
             c = _candidates()[task]
-            report.tasks[task] = TaskInfo(c.family, c.service, c.site, split_of(c.family, c.service))
+            report.tasks[task] = TaskInfo(c.family, c.service, c.site, split_of(c.shape))
     report.tells = _audit(report)
     report.seconds = round(time.perf_counter() - start, 2)
     return report

@@ -114,5 +114,5 @@ def build_repo(repo_name: str) -> Repo:
 def build_scenario(task_id: str) -> Scenario:
     """The Scenario of a generated task (validated like a hand-written one)."""
     c = candidate(task_id)
-    raw = scenario_raw(c, task_history(task_id), split_of(c.family, c.service), _order()[task_id])
+    raw = scenario_raw(c, task_history(task_id), split_of(c.shape), _order()[task_id])
     return _parse(raw, f"generated task {task_id}")
