@@ -270,8 +270,22 @@ class HFTransformersChatPolicy(ChatPolicyBase):
                 self.folds_system = True
         return self._template(fold_system(messages))
 
+    def fitted_prompt(self, messages: list[dict]) -> str:
+        """The prompt of ``messages`` within the model's context (its positions less
+        ``max_new_tokens``): while it is longer, the oldest exchange after the system turn and
+        the opening observation goes."""
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        prompt = self.chat_prompt(messages)
+        if not limit:
+            return prompt
+        while len(messages) > 3 and len(self.tokenizer(
+                prompt, add_special_tokens=False)["input_ids"]) > limit - self.max_new_tokens:
+            messages = messages[:2] + messages[4:]
+            prompt = self.chat_prompt(messages)
+        return prompt
+
     def _complete(self, conversations: list[list[dict]]) -> list[str | BaseException]:
-        prompts = [self.chat_prompt(m) for m in conversations]
+        prompts = [self.fitted_prompt(m) for m in conversations]
         replies = self.generate(prompts)
         if not self.tools:
             return replies
