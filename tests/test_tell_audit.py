@@ -75,9 +75,21 @@ def test_the_generated_suite_audit_is_the_one_its_file_records():
     from srelib.env.taskgen import generated_suite
 
     rows = audit("generated")
-    assert failures(rows) == generated_suite().tells
+    assert failures(rows) == generated_suite().tells == []
     fixed = {("place from oldest [position]", "bad_commit"), ("commit body [masked]", "bad_commit"),
              ("deploy note (oldest) [masked]", "service"), ("deploy note (newest) [exact]", "service"),
              ("place in summary [position]", "service"), ("severity [exact]", "no_fault"),
              ("title [masked]", "no_fault")}
     assert all(r["passes"] for r in rows if (r["field"], r["target"]) in fixed), format_audit(rows)
+
+
+def test_a_generator_the_audit_flags_writes_no_suite_file(monkeypatch, tmp_path):
+    from srelib.env.taskgen import suite
+
+    target = tmp_path / "suite.json"
+    target.write_text("as reviewed\n")
+    monkeypatch.setattr(suite, "SUITE_FILE", target)
+    flagged = suite.SuiteReport(tells=["deploy note (newest) [exact] -> service: 0.91"])
+    with pytest.raises(ValueError, match="tell audit rejects this generator"):
+        suite.write_suite_file(flagged)
+    assert target.read_text() == "as reviewed\n"

@@ -8,7 +8,8 @@ always-no-change at most 0.35 except where no change is needed, each shortcut un
 a blind revert that does not resolve ``full``). Episodes run in :data:`WORKERS` processes;
 every rejection is counted under its reason. The admitted suite is then audited for tells
 (:func:`srelib.admission.audit_reasons`: can one surface field predict the culprit, the class,
-no-fault or the bad commit on held-out tasks?); what it finds is kept with the report.
+no-fault or the bad commit on held-out tasks?); what it finds is kept with the report, and a
+generator it flags is refused: its suite file is not written.
 
 The suite is an artefact: :data:`SUITE_FILE`, in the package, holds every admitted task's card
 (family, culprit, shape, site, bad commit, split), the rejections, the audit's findings and a
@@ -138,7 +139,12 @@ def card(task: str, info: TaskInfo) -> dict:
 
 
 def write_suite_file(report: SuiteReport) -> Path:
-    """Write :data:`SUITE_FILE` for ``report`` (see the module doc)."""
+    """Write :data:`SUITE_FILE` for ``report`` (see the module doc). A generator whose suite
+    the tell audit flags is refused: ValueError, and the file stays as it was."""
+    if report.tells:
+        raise ValueError("the tell audit rejects this generator: one field predicts an answer "
+                         "on held-out tasks (" + "; ".join(map(str, report.tells)) + "); run "
+                         "'srelib tasks audit --suite generated' for the table")
     cards = {task: card(task, info) for task, info in sorted(report.tasks.items())}
     digest = hashlib.sha256(json.dumps(cards, sort_keys=True).encode()).hexdigest()
     body = {"generator": cache.generator_key(), "digest": digest, "candidates": report.candidates,
