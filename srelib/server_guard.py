@@ -173,15 +173,12 @@ class Guard:
         return None
 
     async def _http(self, scope, receive, send):
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > MAX_BODY:
-                return await respond_json(send, 413, {"detail": f"bodies over {MAX_BODY} bytes"})
+        try:
+            body = await read_body(receive)
+        except BodyTooLarge as too_large:
+            return await respond_json(send, 413, {"detail": str(too_large)})
+        if body is None:
+            return
         try:
             request = json.loads(body)
         except (ValueError, RecursionError):
@@ -196,6 +193,25 @@ class Guard:
             return replayed.pop() if replayed else await receive()
 
         return await self.app(scope, replay, send)
+
+
+class BodyTooLarge(ValueError):
+    """A request body past :data:`MAX_BODY` bytes."""
+
+
+async def read_body(receive) -> bytes | None:
+    """A request's body from ASGI ``receive``; None when the client left before sending it
+    all; :class:`BodyTooLarge` past :data:`MAX_BODY` bytes."""
+    body, more = b"", True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+        if len(body) > MAX_BODY:
+            raise BodyTooLarge(f"bodies over {MAX_BODY} bytes")
+    return body
 
 
 async def respond_json(send: Callable, status: int, content: dict, headers=()) -> None:

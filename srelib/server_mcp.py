@@ -24,7 +24,7 @@ import threading
 from typing import Any, Callable
 
 from srelib.env.pools import MODES, POOLS
-from srelib.server_guard import MAX_BODY, Clients, client_host, respond_json
+from srelib.server_guard import BodyTooLarge, Clients, client_host, read_body, respond_json
 
 #: The tool that starts an episode (OpenEnv reserves ``reset`` for its own protocol).
 NEW_INCIDENT = "new_incident"
@@ -111,9 +111,12 @@ class McpLifecycle:
         session = dict(scope.get("headers") or []).get(_HEADER, b"").decode(errors="replace") or None
         if scope["method"] == "DELETE":
             return await self._close(session, send)
-        body = await _body(receive)
+        try:
+            body = await read_body(receive)
+        except BodyTooLarge as too_large:
+            return await respond_json(send, 413, {"detail": str(too_large)})
         if body is None:
-            return await respond_json(send, 413, {"detail": f"bodies over {MAX_BODY} bytes"})
+            return
         try:
             request = json.loads(body)
         except (ValueError, RecursionError):
@@ -178,20 +181,6 @@ def _result(request_id, result: dict) -> dict:
 
 def _failure(request_id, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-async def _body(receive) -> bytes | None:
-    """The request's body, or None past :data:`~srelib.server_guard.MAX_BODY` bytes."""
-    body, more = b"", True
-    while more:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        body += message.get("body", b"")
-        more = message.get("more_body", False)
-        if len(body) > MAX_BODY:
-            return None
-    return body
 
 
 def _replay(body: bytes, receive):

@@ -274,15 +274,20 @@ def test_lanes_prefill_only_the_new_turn_and_share_the_system_prefix(tiny_path):
     policy = _small(tiny_path, max_history=8)
     records, conversations = _run_lanes(policy, [0, 1, 2], 3)
     shared = len(policy._prefixes.shared)
+    room = policy.model.config.max_position_embeddings - policy.max_new_tokens
     assert shared > 100  # the system prompt, encoded once ...
     for lane, (first, second, third) in records.items():
         # ... and reused by every new lane (a bucket re-encodes a few cached tokens so that its
         # rows prefill the same width: as many as the lanes' new turns differ in length)
         assert first["cached_tokens"] >= shared - 8
-        # Appending turns: everything of the last call (prompt + reply) is reused.
-        for before, after in ((first, second), (second, third)):
-            assert after["cached_tokens"] >= before["prompt_tokens"]
-            assert after["prefill_tokens"] == after["prompt_tokens"] - after["cached_tokens"]
+        # Appending a turn: everything of the last call (prompt + reply) is reused.
+        assert second["cached_tokens"] >= first["prompt_tokens"]
+        # The third turn would pass the model's positions: its oldest exchange goes, the prompt
+        # fits, and only what comes before the cut is reused.
+        assert third["prompt_tokens"] <= room < second["prompt_tokens"] + second["completion_tokens"] + 100
+        assert shared <= third["cached_tokens"] < second["prompt_tokens"]
+        for record in (first, second, third):
+            assert record["prefill_tokens"] == record["prompt_tokens"] - record["cached_tokens"]
     encoded_once = policy._prefixes.shared
     _run_lanes(policy, [3], 1)  # a new group of episodes reuses it too
     assert policy._prefixes.shared is encoded_once
