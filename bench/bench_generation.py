@@ -28,7 +28,7 @@ TARGET_RATIO = 4.0
 
 
 def make_policy(model_dir: str | None, max_new_tokens: int, kv_cache: bool):
-    from srelib.policies.hf_chat import HFTransformersChatPolicy
+    from srelib.policies.llm.providers.hf_chat import HFTransformersChatPolicy
     from srelib.tiny_model import tiny_chat_model
 
     path = tiny_chat_model(model_dir or Path(tempfile.gettempdir()) / "srelib-bench-tiny-model")

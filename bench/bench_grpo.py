@@ -65,7 +65,7 @@ def run(steps: int, generations: int, turns: int, learning_rate: float, beta: fl
         temperature: float, seed: int, agent: str | None) -> dict:
     from transformers import AutoTokenizer
 
-    from srelib.policies.saved import saved_settings
+    from srelib.policies.llm.saved import saved_settings
     from srelib.training.agent import find_agent, save_agent, train_agent
     from srelib.training.environment import TaskDistribution
     from srelib.training.grpo import grpo_train, rollout_prompt

@@ -31,7 +31,7 @@ def kept_sequence(length: int, dtype):
     """A lane's kept sequence of ``length`` random positions."""
     import torch
 
-    from srelib.policies.kv_cache import CachedSequence
+    from srelib.policies.llm.kv_cache import CachedSequence
 
     shape = (LAYERS, 1, KV_HEADS, length, DIM)
     return CachedSequence(torch.arange(length), torch.randn(shape, dtype=dtype),
@@ -57,7 +57,7 @@ def turn(lanes: int, prompt: int, appended: int, tokens: int, config, dtype) -> 
     """Milliseconds for each part of one turn with kept caches (``batch_cache``)."""
     import torch
 
-    from srelib.policies import kv_cache
+    from srelib.policies.llm import kv_cache
 
     rows = [kv_cache.Row(i, torch.arange(prompt + appended), kept_sequence(prompt - 3 * i, dtype),
                          prompt - 3 * i) for i in range(lanes)]

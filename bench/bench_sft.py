@@ -46,7 +46,7 @@ def train_steps(rows, tokenizer, tools, steps: int, mode: str) -> tuple[float, l
 
 
 def run(steps: int, repeats: int) -> list[Row]:
-    from srelib.policies.tools import tool_definitions
+    from srelib.policies.llm.tools import tool_definitions
     from srelib.training import agent
 
     rows = agent.agent_rows(settings=agent.TOOL_AGENT_PROMPT)

@@ -158,7 +158,7 @@ def bench(tiny: bool, batch_sizes: list[int], kv_caches: list, max_new_tokens: i
     import torch
     from transformers import AutoTokenizer
 
-    from srelib.policies.hf_chat import HFTransformersChatPolicy, resolve_dtype
+    from srelib.policies.llm.providers.hf_chat import HFTransformersChatPolicy, resolve_dtype
     from srelib.tiny_model import tiny_chat_model
 
     started = time.perf_counter()

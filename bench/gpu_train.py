@@ -36,7 +36,7 @@ def four_bit_config():
     import torch
     from transformers import BitsAndBytesConfig
 
-    from srelib.policies.hf_chat import quantization_config, resolve_dtype
+    from srelib.policies.llm.providers.hf_chat import quantization_config, resolve_dtype
 
     if torch.cuda.is_available():
         return quantization_config(True, resolve_dtype("auto"))
@@ -134,7 +134,7 @@ def save_model(folder: Path, tiny: bool) -> str:
     import torch
     from transformers import AutoTokenizer
 
-    from srelib.policies.hf_chat import resolve_dtype
+    from srelib.policies.llm.providers.hf_chat import resolve_dtype
     from srelib.tiny_model import tiny_chat_model
     from srelib.training.chat_format import use_tool_format
 
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict:
     add_budget_options(parser)
     args = parser.parse_args(argv)
 
-    from srelib.policies.hf_chat import resolve_dtype
+    from srelib.policies.llm.providers.hf_chat import resolve_dtype
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="srelib-gpu-train-") as scratch:

@@ -154,8 +154,8 @@ def stopping_experiment(seeds: int | Iterable[int] = 10, tasks: str | Sequence[s
     """When should phase 1 stop? Confidence-threshold stopping at fixed thresholds and, with
     ``tuned``, a threshold per task tuned on ``tuning_seeds`` (kept apart from ``seeds``), all
     joined to the revert phase-2 policy, in joint episodes. Baseline: the first threshold."""
-    from srelib.policies.stopping import _stop_then, tune_thresholds
-    from srelib.policies.revert import RevertPhase2Policy
+    from srelib.policies.scripted.stopping import _stop_then, tune_thresholds
+    from srelib.policies.scripted.revert import RevertPhase2Policy
 
     conditions = {f"stop@{t:g}": functools.partial(_stop_then, t, RevertPhase2Policy)
                   for t in thresholds}
@@ -170,7 +170,7 @@ def credit_experiment(seeds: int | Iterable[int] = 10, tasks: str | Sequence[str
     """How much credit does counting r_cross move onto phase 1? The same heuristic handoffs,
     scored by phase 1's own components alone and with r_cross added (the repair its handoff
     earned over an empty one, calibrated per task by :func:`srelib.measure_null_context`)."""
-    from srelib.policies.revert import RevertPhase2Policy
+    from srelib.policies.scripted.revert import RevertPhase2Policy
     from srelib.ceiling import measure_null_context
     from srelib.rollout import JOINT_POOLS
 
@@ -191,8 +191,8 @@ def oracle_phase1_experiment(seeds: int | Iterable[int] = 10,
     found. Baseline: oracle. ``outcome="repair"`` isolates phase 2's share; with the revert
     policy it differs only where the handoff changes phase 2's ending (a blind revert
     repairs nothing, so mostly on the no-fault task)."""
-    from srelib.policies.baselines import OracleP1ThenRandomP2Policy
-    from srelib.policies.revert import RevertPhase2Policy
+    from srelib.policies.scripted.baselines import OracleP1ThenRandomP2Policy
+    from srelib.policies.scripted.revert import RevertPhase2Policy
     from srelib.rollout import JOINT_POOLS
 
     conditions = {
@@ -208,7 +208,7 @@ def heldout_experiment(policy=None, seeds: int | Iterable[int] = 10,
                        **ablate_kwargs) -> Ablation:
     """Does a policy generalise? The same policy (default: heuristic + revert) on the train
     tasks (pool C) and on the held-out tasks (pool D); the tasks differ, so unpaired."""
-    from srelib.policies.revert import RevertPhase2Policy
+    from srelib.policies.scripted.revert import RevertPhase2Policy
 
     policy = policy or functools.partial(_heuristic_then, RevertPhase2Policy)
     conditions = {"train (C)": Condition(policy, pools=("C",)),
@@ -249,6 +249,6 @@ def _composite(phase1_factory, phase2_factory):
 
 
 def _heuristic_then(phase2_factory):
-    from srelib.policies.heuristic import HeuristicPhase1Policy
+    from srelib.policies.scripted.heuristic import HeuristicPhase1Policy
 
     return _composite(HeuristicPhase1Policy, phase2_factory)

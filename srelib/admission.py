@@ -1,7 +1,7 @@
 """Admission of generated tasks by the validity gate: the gate's policies played on one task.
 
 :func:`gate_reasons` plays each policy of :func:`admission_policies` on a candidate task and
-returns the bounds of ``srelib.validity.GATE`` it breaks (empty: admitted). The generator
+returns the bounds of the gate rules (:func:`srelib.gate.rules`) it breaks (empty: admitted). The generator
 (``srelib.env.taskgen``) calls it for every candidate whose derived tests admit it. The
 runner-hijack, reward-probing and step-budget policies are left to the validity table: each
 costs a sandbox run or dozens of episodes per task, and none depends on the bug site.
@@ -14,28 +14,20 @@ from __future__ import annotations
 
 from srelib.env.pools import POOLS
 from srelib.env.scenarios import get_scenario
+from srelib.gate import rules
 from srelib.tell_audit import audit_tasks, failures
-from srelib.policies.adversarial import (BlindRevertPolicy, HedgedDeclarationPolicy,
-                                         NewestDeployPolicy)
-from srelib.policies.reference import ReferencePolicy
-from srelib.policies.shortcut_scripts import (AlwaysNoChangePolicy, KeywordStuffingPolicy,
-                                              NullPolicy, RemediateEverythingPolicy,
-                                              ReproposeBadCommitPolicy, TestDeletingPolicy)
-from srelib.validity import GATE, GATE_POOLS, play
+from srelib.validity import play
 
 SEEDS = (0, 1, 2)
-#: Policies whose play depends on what the simulation shows: judged on every seed.
-SEEDED = (ReferencePolicy, NewestDeployPolicy, RemediateEverythingPolicy)
-#: Policies whose play ignores the simulation: judged on the first seed.
-UNSEEDED = (NullPolicy, AlwaysNoChangePolicy, BlindRevertPolicy, KeywordStuffingPolicy,
-            HedgedDeclarationPolicy, ReproposeBadCommitPolicy, TestDeletingPolicy)
 
 
 def admission_policies() -> list[tuple[type, str, tuple]]:
-    """``(policy class, mode, seeds)`` of every policy admission plays; the mode is that of the
-    pool ``GATE_POOLS`` names (joint otherwise)."""
-    return [(cls, POOLS[GATE_POOLS[cls]].mode if cls in GATE_POOLS else "joint",
-             SEEDS if cls in SEEDED else SEEDS[:1]) for cls in SEEDED + UNSEEDED]
+    """``(policy class, mode, seeds)`` of every policy admission plays (those whose rule says
+    ``admission``): seeded ones first, each on every seed, then unseeded ones on the first; the
+    mode is that of the rule's pool (joint otherwise)."""
+    chosen = [r for kind in ("seeded", "unseeded") for r in rules().values() if r.admission == kind]
+    return [(r.policy, POOLS[r.pool].mode if r.pool else "joint",
+             SEEDS if r.admission == "seeded" else SEEDS[:1]) for r in chosen]
 
 
 def gate_reasons(task: str) -> list[str]:
@@ -43,15 +35,15 @@ def gate_reasons(task: str) -> list[str]:
     needs_fix = get_scenario(task).needs_fix
     reasons = []
     for cls, mode, seeds in admission_policies():
-        kind, bound = GATE[cls]
-        if cls is AlwaysNoChangePolicy and not needs_fix:
-            continue  # declaring no change is the right answer in the no-fault family
+        rule = rules()[cls]
+        if rule.needs_fault and not needs_fix:
+            continue  # the policy's answer is the right one in the no-fault family
         scores = [play(cls(), task, seed, mode=mode) for seed in seeds]
         mean = sum(s["final"] for s in scores) / len(scores)
-        if (mean < bound) if kind == "min" else (mean > bound):
-            reasons.append(f"{cls.name} {'below' if kind == 'min' else 'above'} {bound}")
-        if cls is BlindRevertPolicy and any((s["patch"] or {}).get("resolved") == "full" for s in scores):
-            reasons.append("blind revert resolves full")
+        if not rule.holds(mean):
+            reasons.append(f"{cls.name} {'below' if rule.kind == 'min' else 'above'} {rule.bound}")
+        if rule.never_full and any((s["patch"] or {}).get("resolved") == "full" for s in scores):
+            reasons.append(f"{cls.name.replace('_', ' ')} resolves full")
     return reasons
 
 

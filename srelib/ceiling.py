@@ -132,7 +132,7 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
                     **evaluate_kwargs):
     """The episodes of the repair ladder on ``tasks``, one row each.
 
-    Every rung of :data:`srelib.policies.repair.RUNGS` (policy ``rung:<name>``) and every
+    Every rung of :data:`srelib.policies.scripted.repair.RUNGS` (policy ``rung:<name>``) and every
     phase-2 policy of ``real`` play after the oracle handoff (:func:`oracle_handoff_episodes`);
     the policies of ``joint`` play both phases themselves (pool C for train tasks, D for
     held-out ones). A ``suite`` column names each task's suite and split
@@ -142,7 +142,7 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
 
     from srelib.env.catalog import resolve_tasks, split_of, suite_of
     from srelib.env.scenarios import TASKS
-    from srelib.policies.repair import RUNGS, LadderPhase2Policy
+    from srelib.policies.scripted.repair import RUNGS, LadderPhase2Policy
 
     evaluate_kwargs.setdefault("progress", False)
     wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)

@@ -2,7 +2,7 @@
 the GPU's data sheet. These are estimates, not measurements (``bench/gpu_gemma.py`` measures
 on a real GPU); notebook 05 prints one before it loads anything.
 
-The model follows the dtype rule of :func:`srelib.policies.hf_chat.resolve_dtype`: bf16 on a
+The model follows the dtype rule of :func:`srelib.policies.llm.providers.hf_chat.resolve_dtype`: bf16 on a
 GPU of compute capability 8.0 or newer, else fp32. Kept KV caches hold every layer's keys and
 values for the whole conversation. A lockstep step prefills one new turn per lane (compute
 bound) and then decodes up to ``new_tokens`` tokens, each reading the weights and the caches

@@ -3,7 +3,7 @@
 OpenEnv answers ``tools/list`` and ``tools/call`` on ``POST /mcp`` (and on the ``/mcp``
 WebSocket) from an environment's ``mcp_server``. :func:`action_tools` builds that server for one
 session's :class:`~srelib.server.SreEnvironment`: one tool per action, its input schema the
-action vocabulary's (:func:`srelib.policies.tools.tool_definitions`, the schema the chat
+action vocabulary's (:func:`srelib.policies.llm.tools.tool_definitions`, the schema the chat
 policies and the TRL adapter use), plus :data:`NEW_INCIDENT`, which starts an episode. A call
 returns MCP's ``CallToolResult``: the observation as text (as the tool-calling policies see it)
 and, as structured content, the observation, reward and ``done``.
@@ -51,7 +51,7 @@ def action_tools(env) -> Any:
     from fastmcp.tools.function_tool import FunctionTool
 
     import srelib
-    from srelib.policies.tools import tool_definitions
+    from srelib.policies.llm.tools import tool_definitions
 
     lock = threading.Lock()  # one call at a time on the session's environment
     server = FastMCP("srelib", version=srelib.__version__)
@@ -80,8 +80,8 @@ def tool_result(env, name: str, arguments: dict) -> dict:
     environment refuses (an unknown reset option, no episode yet) is an error result."""
     from openenv.core.env_server import serialize_observation
 
-    from srelib.policies.prompts import render_observation
-    from srelib.policies.tools import action_from_tool_call
+    from srelib.policies.llm.prompts import render_observation
+    from srelib.policies.llm.tools import action_from_tool_call
     from srelib.server import NoEpisodeError, SreAction, observation_dict
 
     try:

@@ -20,14 +20,14 @@ from srelib.env.infra import DEPLOY_NOTES
 from srelib.env.pools import POOLS
 from srelib.env.repos import load_repo
 from srelib.env.scenarios import TASKS, get_scenario
-from srelib.policies.heuristic import FAULT_KEYWORDS
+from srelib.policies.scripted.heuristic import FAULT_KEYWORDS
 
 MAX_HIT_RATE = 0.60
 RECENT_SECONDS = 3 * 3600
 TARGETS = ("service", "fault_class", "bad_commit")
 #: A release tag or version marker in a commit subject: "(v3.1.0)", "release 2.4", "[release]".
 #: A release tag in a subject ("(v3.1.0)", "v2.3.1", "release"). The gate's release-tag revert
-#: (policies.adversarial.RELEASE_TAG) also takes bare version bumps ("to 2.0.1") as tags.
+#: (srelib.adversarial.cunning.RELEASE_TAG) also takes bare version bumps ("to 2.0.1") as tags.
 _TAG = re.compile(r"\(v?\d+\.\d+(\.\d+)?\)|\bv\d+\.\d+\.\d+\b|\brelease\b", re.IGNORECASE)
 #: Words with which a commit says it changes no behaviour.
 _TRIVIAL = re.compile(r"\b(docs?|readme|typing|type hints?|docstrings?|tests?|comments?)\b( only)?"

@@ -2,7 +2,7 @@
 
 A stored episode keeps its actions, not the observations the agent saw; :func:`turn_rows`
 replays the actions through the seeded environment to recover each observation, renders it as
-the chat policies do (:class:`srelib.policies.prompts.Transcript`: system prompt, incident,
+the chat policies do (:class:`srelib.policies.llm.prompts.Transcript`: system prompt, incident,
 rolling history) and pairs it with the action taken, written as the JSON the parser reads.
 
 Each row: ``policy, task, pool, mode, seed, phase, step``; ``prompt``, the chat messages the
@@ -37,10 +37,10 @@ def action_text(action: dict) -> str:
 
 def turn_rows(episodes: Iterable[Any], **transcript_options: Any) -> Iterator[dict]:
     """One row per agent turn of every episode (see the module doc). ``transcript_options`` go
-    to :class:`~srelib.policies.prompts.Transcript` (``max_history``, ``obs_chars``, ...).
+    to :class:`~srelib.policies.llm.prompts.Transcript` (``max_history``, ``obs_chars``, ...).
     Raises ValueError if an episode does not replay to its own records and score
     (:func:`srelib.verify_episode`, whose replay also gives the observations)."""
-    from srelib.policies.prompts import Transcript
+    from srelib.policies.llm.prompts import Transcript
     from srelib.verify import verify_episode
 
     for episode in episodes:
@@ -73,7 +73,7 @@ def to_dataset(episodes: Iterable[Any], **transcript_options):
         from datasets import Dataset
     except ImportError:
         raise ImportError("to_dataset needs the 'datasets' package: pip install 'srelib[train]'") from None
-    from srelib.policies.prompts import arguments_as_text
+    from srelib.policies.llm.prompts import arguments_as_text
 
     rows = [{**row, "prompt": arguments_as_text(row["prompt"]),
              "completion": arguments_as_text(row["completion"])}

@@ -2,8 +2,9 @@
 
 Each gate policy is a plain Policy callable ``(observation, phase, task_name) -> action`` with
 ``reset()``. :func:`validity_table` plays each over every task in its joint pool (C for
-training tasks, D for held-out ones), or over the pool named in ``GATE_POOLS``, and checks the
-mean per task of the score (or of the component named in ``GATE_METRIC``) against ``GATE``.
+training tasks, D for held-out ones), or over the pool its rule names, and checks the mean per
+task of the score (or of the component its rule names) against its bound
+(:func:`srelib.gate.rules`: the reference's here, every shortcut's in :mod:`srelib.adversarial`).
 A policy with ``warmup_seeds`` (a learner) first plays those seeds on each task, unmeasured.
 :func:`format_validity_table` renders the rows as markdown; ``python -m srelib.validity``
 prints the summary table the README shows.
@@ -13,45 +14,20 @@ from __future__ import annotations
 
 from srelib.env.pools import POOLS
 from srelib.env.scenarios import TASKS, get_scenario
-from srelib.policies.adversarial import (BlindRevertPolicy, HedgedDeclarationPolicy,
-                                         MemoriseTrainPolicy, NewestDeployPolicy,
-                                         ReleaseTagRevertPolicy, RewardFarmPolicy,
-                                         RewardProbePolicy)
-from srelib.policies.hijack import HIJACK_POLICIES
-from srelib.policies.reference import ReferencePolicy
-from srelib.policies.shortcut_scripts import (AlertsUntilBudgetPolicy, AlwaysNoChangePolicy,
-                                              KeywordStuffingPolicy, NullPolicy,
-                                              RemediateEverythingPolicy, ReproposeBadCommitPolicy,
-                                              TestDeletingPolicy)
+from srelib.gate import rules
 
 
-#: policy class -> (kind, bound): "min" means score >= bound, "max" means score <= bound.
-GATE = {
-    ReferencePolicy: ("min", 0.95),
-    NullPolicy: ("max", 0.15),
-    KeywordStuffingPolicy: ("max", 0.35),
-    AlwaysNoChangePolicy: ("max", 0.35),
-    ReproposeBadCommitPolicy: ("max", 0.35),
-    AlertsUntilBudgetPolicy: ("max", 0.35),
-    TestDeletingPolicy: ("max", 0.35),
-    RemediateEverythingPolicy: ("max", 0.35),
-    RewardProbePolicy: ("max", 0.35),
-    RewardFarmPolicy: ("max", 0.35),
-    HedgedDeclarationPolicy: ("max", 0.35),
-    ReleaseTagRevertPolicy: ("max", 0.35),
-    NewestDeployPolicy: ("max", 0.35),
-    MemoriseTrainPolicy: ("max", 0.35),
-    BlindRevertPolicy: ("max", 0.35),
-    **{cls: ("max", 0.15) for cls in HIJACK_POLICIES.values()},
-}
-#: Policies judged in one pool instead of each task's joint pool: the pool where the shortcut
-#: is strongest (pool A for a declaration alone, B for phase-2 tricks, D for memorising train).
-GATE_POOLS = {HedgedDeclarationPolicy: "A", BlindRevertPolicy: "B", MemoriseTrainPolicy: "D",
-              **{cls: "B" for cls in HIJACK_POLICIES.values()}}
-#: Policies judged on one score component instead of the final score.
-GATE_METRIC = {cls: "repair" for cls in HIJACK_POLICIES.values()}
-NO_CHANGE_TASK_BOUND = {"circuit_breaker_noop": 0.6}
-NO_CHANGE_MEAN_BOUND = 0.25
+def __getattr__(name: str):
+    """``GATE`` (policy class -> (kind, bound)), ``GATE_POOLS`` (-> pool, where not joint) and
+    ``GATE_METRIC`` (-> component, where not the final score): views of
+    :func:`srelib.gate.rules`, read when asked for (the rules' folder loads on first use)."""
+    if name == "GATE":
+        return {cls: (r.kind, r.bound) for cls, r in rules().items()}
+    if name == "GATE_POOLS":
+        return {cls: r.pool for cls, r in rules().items() if r.pool is not None}
+    if name == "GATE_METRIC":
+        return {cls: r.metric for cls, r in rules().items() if r.metric != "final"}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pool_for(task_name: str) -> str:
@@ -61,7 +37,7 @@ def pool_for(task_name: str) -> str:
 
 def gate_cells(cls) -> list[tuple[str, str]]:
     """``(task, pool)`` for every task a gate policy is judged on."""
-    pool = GATE_POOLS.get(cls)
+    pool = rules()[cls].pool
     if pool is None:
         return [(task, pool_for(task)) for task in TASKS]
     return [(task, pool) for task in POOLS[pool].tasks]
@@ -93,30 +69,30 @@ def _row(policy: str, task: str, score: float, kind: str, bound: float, metric: 
 
 
 def validity_table(seeds=range(3), policies=None) -> list[dict]:
-    """Gate policies (default: all of ``GATE``) on their tasks: rows of policy, task, pool,
+    """Gate policies (default: every one of :func:`srelib.gate.rules`) on their tasks: rows of policy, task, pool,
     mean score, bound, ok."""
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must not be empty")
-    chosen = list(GATE) if policies is None else list(policies)
-    unknown = [c for c in chosen if c not in GATE]
+    gate = rules()
+    chosen = list(gate) if policies is None else list(policies)
+    unknown = [c for c in chosen if c not in gate]
     if unknown:
-        raise ValueError(f"not gate policies: {unknown}; valid: {[c.name for c in GATE]}")
+        raise ValueError(f"not gate policies: {unknown}; valid: {[c.name for c in gate]}")
     rows = []
     for cls in chosen:
-        kind, bound = GATE[cls]
-        metric = GATE_METRIC.get(cls, "final")
+        rule = gate[cls]
         policy = cls()
         means = {}
         for task, pool in gate_cells(cls):
             for s in getattr(policy, "warmup_seeds", ()):
                 play(policy, task, s, pool)
-            means[task] = sum(play(policy, task, s, pool)[metric] for s in seeds) / len(seeds)
-            task_bound = NO_CHANGE_TASK_BOUND.get(task, bound) if cls is AlwaysNoChangePolicy else bound
-            rows.append(_row(policy.name, task, means[task], kind, task_bound, metric, pool))
-        if cls is AlwaysNoChangePolicy:
+            means[task] = sum(play(policy, task, s, pool)[rule.metric] for s in seeds) / len(seeds)
+            rows.append(_row(policy.name, task, means[task], rule.kind,
+                             rule.task_bounds.get(task, rule.bound), rule.metric, pool))
+        if rule.mean_bound is not None:
             rows.append(_row(policy.name, "(mean of all tasks)", sum(means.values()) / len(means),
-                             "max", NO_CHANGE_MEAN_BOUND))
+                             rule.kind, rule.mean_bound))
     return rows
 
 

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from srelib.env.actions import SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.policies.base import handoff_action, make_action
-from srelib.policies.revert import reverse_diff
+from srelib.policies.scripted.revert import reverse_diff
 from srelib.shortcuts import (Evidence, initial_release_service, last_summary_service, newest_commit,
                               newest_deploy_service, off_stock_note_service, reported_fault,
                               third_oldest_commit, unchanged_elsewhere_commit)

@@ -8,7 +8,7 @@ import srelib
 from srelib.ablations import (Condition, ablate, compare, credit_experiment, heldout_experiment,
                               oracle_phase1_experiment, stopping_experiment)
 from srelib.policies import CompositePolicy, NullPhase1Policy, ReferencePolicy, RevertPhase2Policy
-from srelib.policies.stopping import ThresholdStopPhase1Policy, _stop_then
+from srelib.policies.scripted.stopping import ThresholdStopPhase1Policy, _stop_then
 from srelib.stats import bootstrap_mean_difference
 
 

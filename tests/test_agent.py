@@ -87,7 +87,7 @@ def test_the_agent_beats_the_null_policy_with_a_ci_that_excludes_zero(measured):
 
 def test_the_saved_prompt_settings_are_the_policys_defaults(agent, tmp_path):
     from srelib.policies import HFTransformersChatPolicy
-    from srelib.policies.saved import SETTINGS_FILE
+    from srelib.policies.llm.saved import SETTINGS_FILE
     from srelib.training.agent import TOOL_AGENT_PROMPT as PROMPT
 
     policy = HFTransformersChatPolicy(agent, load_in_4bit=False)

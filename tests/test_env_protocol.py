@@ -207,9 +207,10 @@ def test_step_rewards_before_the_end_are_the_same_on_every_task_and_seed(pool):
 def test_the_return_of_every_episode_is_its_score_so_farming_loses():
     """The last step pays the score minus what was paid before: a reward farm (new log keywords
     until the budget ends) returns its near-zero score, below the reference."""
-    from srelib.policies.adversarial import RewardFarmPolicy
-    from srelib.policies.reference import ReferencePolicy
-    from srelib.validity import NullPolicy, pool_for
+    from srelib.adversarial.cunning import RewardFarmPolicy
+    from srelib.policies.scripted.reference import ReferencePolicy
+    from srelib.adversarial.blunt import NullPolicy
+    from srelib.validity import pool_for
 
     returns = {}
     for make in (ReferencePolicy, RewardFarmPolicy, NullPolicy):

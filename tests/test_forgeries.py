@@ -19,8 +19,8 @@ from srelib.env.actions import PARSE_ERROR, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.grading import score_trajectory
 from srelib.policies.base import handoff_action, make_action
-from srelib.policies.baselines import RandomPhase2Policy
-from srelib.policies.reference import ReferencePolicy
+from srelib.policies.scripted.baselines import RandomPhase2Policy
+from srelib.policies.scripted.reference import ReferencePolicy
 from srelib.results import EPISODES_FILE, RUN_FILE, UNVERIFIABLE, Episode, count_parse_failures
 from srelib.rollout import evaluate
 

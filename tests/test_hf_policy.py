@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from srelib.env.actions import ACTION_NAMES, GIVE_UP, PARSE_ERROR
-from srelib.policies import kv_cache
-from srelib.policies.hf_chat import (HFTransformersChatPolicy, fold_system,
+from srelib.policies.llm import kv_cache
+from srelib.policies.llm.providers.hf_chat import (HFTransformersChatPolicy, fold_system,
                                      model_access_problem, quantization_config, resolve_dtype)
-from srelib.policies.prompts import SYSTEM_PROMPT
+from srelib.policies.llm.prompts import SYSTEM_PROMPT
 from srelib.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
 
 

@@ -16,7 +16,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from srelib.env.actions import ACTION_NAMES  # noqa: E402
-from srelib.policies.tools import tool_definitions  # noqa: E402
+from srelib.policies.llm.tools import tool_definitions  # noqa: E402
 from srelib.server import observation_dict, running  # noqa: E402
 from srelib.server_mcp import NEW_INCIDENT  # noqa: E402
 from tests.test_serve import active_sessions, in_process, policy  # noqa: E402

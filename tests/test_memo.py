@@ -12,7 +12,7 @@ from srelib.env.actions import SERVICES
 from srelib.env.memo import ByteLRU, byte_lru, deep_size
 from srelib.env.pools import TRAIN_TASKS
 from srelib.env.taskgen import tasks as taskgen_tasks
-from srelib.policies import adversarial
+from srelib.adversarial import cunning as adversarial
 from srelib import redact
 
 

@@ -17,7 +17,7 @@ import pytest
 import srelib
 from srelib.env.actions import GIVE_UP, PARSE_ERROR
 from srelib.policies import OpenAIChatPolicy
-from srelib.policies.prompts import SYSTEM_PROMPT
+from srelib.policies.llm.prompts import SYSTEM_PROMPT
 
 SECRET = "sk-test-DO-NOT-LEAK-5f3a9c"
 
@@ -459,7 +459,7 @@ def tool_reply(name, arguments):
 
 
 def test_tools_are_sent_and_tool_calls_read_as_actions():
-    from srelib.policies.tools import tool_definitions
+    from srelib.policies.llm.tools import tool_definitions
 
     script = [(200, tool_reply("check_metrics", '{"target_service": "orders"}'), 0),
               (200, tool_reply("no_such_action", "{}"), 0)]

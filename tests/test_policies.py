@@ -12,8 +12,8 @@ from srelib.env.belief import BELIEF_FIELDS, BeliefState
 from srelib.policies import (CompositePolicy, HeuristicPhase1Policy, NullPhase1Policy,
                              OracleP1ThenRandomP2Policy, RandomPhase2Policy, RevertPhase2Policy,
                              call_reset)
-from srelib.policies.prompts import CUT_MARK, SYSTEM_PROMPT, Transcript, cut_middle, render_observation
-from srelib.policies.revert import reverse_diff
+from srelib.policies.llm.prompts import CUT_MARK, SYSTEM_PROMPT, Transcript, cut_middle, render_observation
+from srelib.policies.scripted.revert import reverse_diff
 from srelib.validity import pool_for as joint_pool
 
 TASKS = list(srelib.TASKS)
@@ -308,7 +308,7 @@ def test_system_prompt_carries_the_action_and_belief_schemas():
 
 def test_tools_and_prompt_carry_every_declared_bound_and_choice():
     from srelib.env.actions import BELIEF_PARAMS
-    from srelib.policies.tools import BELIEF_SCHEMA, tool_definitions
+    from srelib.policies.llm.tools import BELIEF_SCHEMA, tool_definitions
 
     tools = {t["function"]["name"]: t["function"]["parameters"]["properties"]
              for t in tool_definitions()}

@@ -8,7 +8,7 @@ from srelib.redact import (REDACTED, is_secret_name, looks_random, redact, redac
 KEYS = ["sk-proj-Zx81LmQ0aP9vT4r2Yc6Wb3Nd", "sk-ant-api03-AbC123dEf456GhI789", "hf_aB3dE5fG7hJ9kL1mN2pQ4rS6",
         "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "AKIAIOSFODNN7EXAMPLE", "xoxb-2048-aB3dE5fG7hJ9",
         "pQcJalSeBYxqXIgqRD-WxyEVvBWduc4z", "Zx81LmQ0aP9vT4r2Yc6Wb3NdQ"]
-KEPT = ["a3f7c91b8e2d44c5a1f77d2b9c11e1f4a02f8c9", "srelib.policies.heuristic.HeuristicPhase1Policy",
+KEPT = ["a3f7c91b8e2d44c5a1f77d2b9c11e1f4a02f8c9", "srelib.policies.scripted.heuristic.HeuristicPhase1Policy",
         "HeuristicPhase1Policy_v2_long", "ThisIsAVeryLongCamelCaseName2024", "max_tokens=600",
         "Linux-6.1.0-28-amd64-x86_64-with-glibc2.36", "heldout_confidence_ordering",
         "http://127.0.0.1:8000/v1", "google/gemma-3-270m-it"]

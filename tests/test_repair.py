@@ -6,7 +6,7 @@ import pytest
 
 import srelib
 from srelib.policies import LadderPhase2Policy, PartialRevertPhase2Policy
-from srelib.policies.partial_revert import change_blocks, edit_blocks, is_edit, revert_blocks
+from srelib.policies.scripted.partial_revert import change_blocks, edit_blocks, is_edit, revert_blocks
 
 COMMIT = """diff --git a/pkg/mod.py b/pkg/mod.py
 --- a/pkg/mod.py

@@ -3,8 +3,8 @@
 import pytest
 
 from srelib.parse import parse_action
-from srelib.policies.hf_chat import HFTransformersChatPolicy, resolve_kv_cache
-from srelib.policies.reply_end import token_effects
+from srelib.policies.llm.providers.hf_chat import HFTransformersChatPolicy, resolve_kv_cache
+from srelib.policies.llm.reply_end import token_effects
 from srelib.tiny_model import tiny_chat_model
 
 ACTION = '{"action_type": "query_logs", "target_service": "auth", "parameters": {"q": "a}{\\"b"}}'
@@ -56,7 +56,7 @@ def _plant(policy, monkeypatch, texts):
     generate_bucket = policy._generate_bucket
 
     def bucket(rows, *args):
-        from srelib.policies import kv_cache
+        from srelib.policies.llm import kv_cache
 
         policy._width = sum(kv_cache.plan_rows(rows)[:2])
         return generate_bucket(rows, *args)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from srelib.policies.saved import (MAX_JSON_BYTES, SETTINGS_FILE, check_settings, save_settings,
+from srelib.policies.llm.saved import (MAX_JSON_BYTES, SETTINGS_FILE, check_settings, save_settings,
                                    saved_settings)
 
 GOOD = {"system_prompt": "Reply with one JSON action.", "obs_chars": 1200, "max_history": 40,

@@ -28,8 +28,8 @@ from srelib.env.taskgen.bases import BASES
 from srelib.env.taskgen.recipes import split_of, templates_for
 from srelib.env.taskgen.shape_lib import SHAPE_SPLITS, SHAPES
 from srelib.env.taskgen.suite import MIN_FAIL_TO_PASS, MIN_PASS_TO_PASS, derived_test_reasons
-from srelib.policies.hijack import HIJACK_KINDS, runner_hijack_patch
-from srelib.policies.revert import reverse_diff
+from srelib.adversarial.hijack import HIJACK_KINDS, runner_hijack_patch
+from srelib.policies.scripted.revert import reverse_diff
 from srelib.env.taskgen.runner import judge, observe_many
 from srelib.env.taskgen.tasks import derive_tests, task_history, trees
 from srelib.env.verdicts import Observation
@@ -168,7 +168,7 @@ def test_the_reference_fix_resolves_and_a_blind_revert_loses_the_feature(suite):
 
 def test_a_generated_task_plays_through_the_rollout_in_its_pool(suite):
     from srelib.env.core import IncidentEnv
-    from srelib.policies.reference import ReferencePolicy
+    from srelib.policies.scripted.reference import ReferencePolicy
     from srelib.rollout import run_episode
 
     for split, pool in (("train", "C"), ("heldout", "D")):
@@ -188,8 +188,8 @@ def test_gate_policies_admission_leaves_out_stay_under_their_bounds_on_a_sample(
     reward-probing, release-tag and hijack policies) are held to their bounds on a sample."""
     from srelib.admission import admission_policies
     from srelib.env.pools import POOLS
-    from srelib.policies.adversarial import MemoriseTrainPolicy
-    from srelib.policies.hijack import HIJACK_POLICIES
+    from srelib.adversarial.cunning import MemoriseTrainPolicy
+    from srelib.adversarial.hijack import HIJACK_POLICIES
     from srelib.validity import GATE_METRIC, GATE_POOLS
 
     played = {cls for cls, _, _ in admission_policies()}
@@ -277,7 +277,7 @@ def test_the_cache_lives_under_srelib_cache(monkeypatch, tmp_path):
 def test_a_memorising_policy_scores_on_train_titles_but_not_on_held_out(suite):
     train = [t for t, i in suite.tasks.items() if i.split == "train"]
     heldout = [t for t, i in suite.tasks.items() if i.split == "heldout"]
-    from srelib.policies.adversarial import MemoriseTrainPolicy
+    from srelib.adversarial.cunning import MemoriseTrainPolicy
 
     policy = MemoriseTrainPolicy(train)
     bound = GATE[MemoriseTrainPolicy][1]

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from srelib.env.actions import ACTION_NAMES, ActionType
-from srelib.policies.tools import parameter_text, tool_definitions, tool_parameters
+from srelib.policies.llm.tools import parameter_text, tool_definitions, tool_parameters
 
 #: The keys ``transformers.utils.get_json_schema`` (TRL's reading of a method) has no way to
 #: write; the description states them instead.

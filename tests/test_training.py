@@ -8,7 +8,7 @@ import srelib
 from srelib.env.actions import ACTION_SPECS, PARSE_ERROR, PHASE1_ACTIONS, PHASE2_ACTIONS, ActionType
 from srelib.parse import parse_action
 from srelib.policies import ReferencePolicy, call_reset
-from srelib.policies.tools import action_from_tool_call, tool_definitions
+from srelib.policies.llm.tools import action_from_tool_call, tool_definitions
 
 pytest.importorskip("trl")
 
@@ -111,7 +111,7 @@ def test_a_chat_policys_tool_turns_are_the_conversation_of_a_grpo_rollout():
     same messages, turn for turn, and the same tool lines in the template."""
     import json
 
-    from srelib.policies.prompts import TOOL_SYSTEM_PROMPT, Transcript
+    from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT, Transcript
     from srelib.tiny_model import chat_tokenizer
     from srelib.training.chat_format import use_tool_format
     from srelib.training.environment import IncidentToolEnv, TaskDistribution
@@ -295,7 +295,7 @@ def test_a_lora_rank_below_one_is_refused(rank):
 def test_an_episodes_turns_are_learnt_as_one_conversation():
     """With the whole history in every prompt, one episode is one SFT example: the last turn's
     tokens, with each turn's completion labelled exactly where its own row labels it."""
-    from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
+    from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT
     from srelib.training.agent import agent_tokenizer
     from srelib.training.sft import _chains, _example, _turn_ids, demonstrations
 
@@ -323,7 +323,7 @@ def test_an_episodes_turns_are_learnt_as_one_conversation():
 
 
 def test_a_hostile_reply_in_tool_turns_is_kept_as_text():
-    from srelib.policies.prompts import Transcript, tool_call_message
+    from srelib.policies.llm.prompts import Transcript, tool_call_message
 
     transcript = Transcript(tool_turns=True)
     for reply in ("[" * 100_000, '{"action_type": "rm -rf", "parameters": {}}',

@@ -14,14 +14,15 @@ from srelib.env.grading import score_trajectory
 from srelib.env.pools import POOLS, oracle_belief
 from srelib.env.repos import load_repo
 from srelib.env.scenarios import TASKS, get_scenario
-from srelib.policies.adversarial import (RELEASE_TAG, BlindRevertPolicy, MemoriseTrainPolicy,
+from srelib.adversarial.cunning import (RELEASE_TAG, BlindRevertPolicy, MemoriseTrainPolicy,
                                          RewardProbePolicy, class_from_description, train_answers)
 from srelib.policies import call_reset
-from srelib.policies.hijack import HIJACK_POLICIES
-from srelib.policies.reference import ReferencePolicy
+from srelib.adversarial.hijack import HIJACK_POLICIES
+from srelib.policies.scripted.reference import ReferencePolicy
 from helpers import SEED_POLICIES, load_seed_policies
-from srelib.validity import (GATE, GATE_METRIC, GATE_POOLS, AlwaysNoChangePolicy,
-                             HedgedDeclarationPolicy, format_validity_summary,
+from srelib.adversarial.blunt import AlwaysNoChangePolicy
+from srelib.adversarial.cunning import HedgedDeclarationPolicy
+from srelib.validity import (GATE, GATE_METRIC, GATE_POOLS, format_validity_summary,
                              format_validity_table, gate_cells, play, pool_for, validity_table)
 
 

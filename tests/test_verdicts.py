@@ -16,7 +16,7 @@ from srelib.env.patching import grade_patch, observe
 from srelib.env.repos import REPO_DATA, list_repos, load_repo, unified_diff
 from srelib.env.scenarios import TASKS, get_scenario
 from srelib.env.verdicts import Observation, collect, decode_record, resolution
-from srelib.policies.hijack import HIJACK_KINDS, HIJACK_POLICIES, runner_hijack_patch
+from srelib.adversarial.hijack import HIJACK_KINDS, HIJACK_POLICIES, runner_hijack_patch
 
 FIX_TASKS = [t for t in TASKS if get_scenario(t).needs_fix]
 FORGING = ("frame_walk", "encoder_override")  # they forge what their own child reports

@@ -63,7 +63,7 @@ import atexit
 import contextlib
 from urllib.parse import urlsplit
 
-from srelib.policies.saved import saved_settings
+from srelib.policies.llm.saved import saved_settings
 from srelib.tiny_model import TINY_PROMPT_LIMITS, serve_tiny_model
 from srelib.training.agent import find_agent
 

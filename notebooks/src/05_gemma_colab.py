@@ -66,7 +66,7 @@ else:
     print(f"Running {MODEL_ID} on the CPU (USE_TINY_MODEL is False and there is no CUDA): "
           "unquantised and slow.")
 if not use_tiny:
-    from srelib.policies.hf_chat import model_access_problem
+    from srelib.policies.llm.providers.hf_chat import model_access_problem
 
     problem = model_access_problem(MODEL_ID)  # asks the hub before any download
     if problem:

@@ -3,7 +3,7 @@
 :func:`srelib_incidents` is the ``@task``. Each sample is one episode (task, pool, seed) of a
 task spec (``-T tasks=classic -T pool=C -T seeds=1``); its input is the opening observation.
 The solver (:func:`play_incident`) plays it through Inspect's tool calls: the tools are the
-actions, with the schemas of :func:`srelib.policies.tools.tool_definitions`, and each call steps
+actions, with the schemas of :func:`srelib.policies.llm.tools.tool_definitions`, and each call steps
 the sample's :class:`~srelib.env.core.IncidentEnv` and returns the observation as the
 tool-calling policies see it. The episode ends when the environment ends it (a patch, a
 declaration, the step budget) or when the model answers without a tool call. The scorer
@@ -47,7 +47,7 @@ def incident_samples(tasks: str = "classic", pool: str = "C", seeds: int = 1) ->
 
 def _opening(task_id: str, pool: str, seed: int) -> str:
     from srelib.env.core import IncidentEnv
-    from srelib.policies.prompts import render_incident, render_observation
+    from srelib.policies.llm.prompts import render_incident, render_observation
 
     observation, _ = IncidentEnv().reset(task=task_id, pool=pool, seed=seed)
     return f"{render_incident(observation)}\n\n{render_observation(observation, _OBS_CHARS, tools=True)}"
@@ -55,7 +55,7 @@ def _opening(task_id: str, pool: str, seed: int) -> str:
 
 def action_tools(env) -> list[ToolDef]:
     """The actions as Inspect tools that step ``env``."""
-    from srelib.policies.tools import tool_definitions
+    from srelib.policies.llm.tools import tool_definitions
 
     return [ToolDef(_stepper(env, f["name"]), name=f["name"], description=f["description"],
                     parameters=ToolParams.model_validate(f["parameters"]))
@@ -64,8 +64,8 @@ def action_tools(env) -> list[ToolDef]:
 
 def _stepper(env, name: str):
     async def step(**arguments: Any) -> str:
-        from srelib.policies.prompts import render_observation
-        from srelib.policies.tools import action_from_tool_call
+        from srelib.policies.llm.prompts import render_observation
+        from srelib.policies.llm.tools import action_from_tool_call
 
         if env.state.done:
             return "The episode is over; no further actions are taken."
@@ -79,7 +79,7 @@ def play_incident(max_turns: int = 60):
     """Play the sample's episode: a fresh environment, the actions as tools, one model turn
     (and its tool calls) at a time until the episode ends or the model calls no tool."""
     from srelib.env.core import IncidentEnv
-    from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
+    from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         env = IncidentEnv()

@@ -1,5 +1,6 @@
-"""The scripted policies by name: what ``srelib eval``, the widgets' policy picker, the
-notebooks and the tests call ``"heuristic"`` or ``"reference"``."""
+"""Policies by name: the scripted ones (what ``srelib eval``, the widgets' policy picker, the
+notebooks and the tests call ``"heuristic"`` or ``"reference"``) and the LLM providers
+(``"openai"``, ``"hf"``: :mod:`srelib.policies.llm.providers`), built by :func:`policy_factory`."""
 
 from __future__ import annotations
 
@@ -34,6 +35,23 @@ def scripted_policy(name: str) -> functools.partial:
     if name not in POLICY_CLASSES:
         raise ValueError(f"unknown policy {name!r}; valid policies: {', '.join(POLICY_CLASSES)}")
     return functools.partial(build_policy, *POLICY_CLASSES[name])
+
+
+def policy_factory(name: str, **options: Any) -> functools.partial:
+    """A picklable zero-argument factory for the policy called ``name``: a scripted policy
+    (:data:`POLICY_CLASSES`, no options) or an LLM provider's policy built with ``options``
+    (``policy_factory("openai", model="gpt-4o-mini")``)."""
+    from srelib.policies.llm.providers import providers
+
+    if name in POLICY_CLASSES:
+        if options:
+            raise ValueError(f"scripted policy {name!r} takes no options, got {sorted(options)}")
+        return scripted_policy(name)
+    found = providers()
+    if name not in found:
+        raise ValueError(f"unknown policy {name!r}; scripted: {', '.join(POLICY_CLASSES)}; "
+                         f"LLM providers: {', '.join(sorted(found))}")
+    return functools.partial(found[name], **options)
 
 
 def registered_name(policy: Any) -> str | None:

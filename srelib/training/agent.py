@@ -5,7 +5,7 @@ byte-level BPE tokenizer on the text of those turns (a line that recurs, such as
 valid actions or a common action, becomes one token, so a prompt is a few hundred tokens and
 an action a handful), builds a small Gemma-architecture model with full attention over its
 whole context, fine-tunes it with :func:`srelib.training.sft.sft_train` and saves it, with its
-prompt settings (:mod:`srelib.policies.saved`), so that
+prompt settings (:mod:`srelib.policies.llm.saved`), so that
 ``HFTransformersChatPolicy(model_id_or_path=folder, load_in_4bit=False)`` prompts it the way it
 was trained. By default it acts by tool calls, in the conversation TRL's GRPO rollouts build,
 so :func:`srelib.training.grpo.grpo_train` starts from its folder. Turns whose action is too
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
+from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT
 from srelib.training.sft import COMPACT_SYSTEM_PROMPT
 
 #: How the agent is prompted: short observations, the incident and one previous turn.
@@ -95,7 +95,7 @@ def default_agent_dir(**options) -> Path:
 
 def find_agent(path: str | os.PathLike | None = None) -> str | None:
     """The folder of a saved agent at ``path`` (default :func:`default_agent_dir`), or None."""
-    from srelib.policies.saved import SETTINGS_FILE
+    from srelib.policies.llm.saved import SETTINGS_FILE
 
     folder = Path(path) if path is not None else default_agent_dir()
     needed = ("config.json", "tokenizer.json", SETTINGS_FILE)
@@ -103,7 +103,7 @@ def find_agent(path: str | os.PathLike | None = None) -> str | None:
 
 
 def transcript_options(settings: dict) -> dict:
-    """The :class:`~srelib.policies.prompts.Transcript` options for chat-policy ``settings``."""
+    """The :class:`~srelib.policies.llm.prompts.Transcript` options for chat-policy ``settings``."""
     return {"system": settings["system_prompt"], "obs_chars": settings["obs_chars"],
             "max_history": settings["max_history"], "max_chars": settings["max_prompt_chars"],
             "tool_turns": bool(settings.get("tools"))}
@@ -193,7 +193,7 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
                                   if name not in ("out", "log")})
     import tempfile
 
-    from srelib.policies.tools import tool_definitions
+    from srelib.policies.llm.tools import tool_definitions
     from srelib.provenance import data_digest, digest
     from srelib.training.sft import sft_train
 
@@ -232,7 +232,7 @@ def save_agent(folder: str | os.PathLike, model, tokenizer, settings: dict,
     (:data:`PROVENANCE_FILE`) to ``folder``, where :func:`agent_policy` and :func:`find_agent`
     read them; returns the folder. A new folder appears whole or not at all, so an interrupted
     save never leaves an agent that :func:`find_agent` would take."""
-    from srelib.policies.saved import save_settings
+    from srelib.policies.llm.saved import save_settings
     from srelib.saving import save_folder
 
     def write(scratch: Path) -> None:

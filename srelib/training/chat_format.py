@@ -2,7 +2,7 @@
 
 Gemma 3's own template has no tool role, so tool calls need a format of their own: the tools are
 listed in a ``tools`` turn, one line each in name order (``name(param, optional?): description``, the same
-line whether the schema came from :func:`srelib.policies.tools.tool_definitions` or from TRL
+line whether the schema came from :func:`srelib.policies.llm.tools.tool_definitions` or from TRL
 reading :class:`~srelib.training.environment.IncidentToolEnv`'s methods), a model turn carries ``<tool_call>{"name": ..., "arguments": {...}}
 </tool_call>`` blocks (the arguments a mapping or, as OpenAI's format has them, its JSON text:
 the same line either way), and each tool result comes back in a ``tool`` turn. :data:`RESPONSE_TEMPLATE`

@@ -3,7 +3,7 @@
 TRL's ``GRPOTrainer`` builds one environment per rollout, calls ``reset(**row)`` with the
 dataset row, exposes every public method as a tool the model may call, and scores the finished
 rollout with ``get_reward()``. :class:`IncidentToolEnv` has one method per agent action,
-generated from the action vocabulary (the same schema as :func:`srelib.policies.tools.tool_definitions`:
+generated from the action vocabulary (the same schema as :func:`srelib.policies.llm.tools.tool_definitions`:
 typed parameters, a docstring with each parameter's meaning). A method steps the environment
 and returns the rendered observation, as the chat policies render it; an action outside the
 current phase or after the budget is spent gets the environment's error text and ends nothing
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from srelib.env.actions import PARSE_ERROR, ActionType
-from srelib.policies.tools import (action_from_tool_call, parameter_annotation, parameter_text,
+from srelib.policies.llm.tools import (action_from_tool_call, parameter_annotation, parameter_text,
                                    tool_description, tool_parameters)
 
 
@@ -81,7 +81,7 @@ class IncidentToolEnv:
         ``task``, ``pool`` and ``seed`` choose it where present (a task without a pool plays
         in the environment's default pool); the rest is drawn for ``rollout``. Other columns
         are ignored."""
-        from srelib.policies.prompts import render_incident, render_observation
+        from srelib.policies.llm.prompts import render_incident, render_observation
 
         chosen = dict(zip(("task", "pool", "seed"), self.distribution.draw(rollout)))
         if task is not None or pool is not None:  # the row names the incident
@@ -102,7 +102,7 @@ class IncidentToolEnv:
         return self.final
 
     def _act(self, name: str, arguments: dict[str, Any]) -> str:
-        from srelib.policies.prompts import render_observation
+        from srelib.policies.llm.prompts import render_observation
 
         if self.done:
             return "The episode is over; no further actions are taken."
@@ -117,7 +117,7 @@ class IncidentToolEnv:
 
 def _tool_method(action: ActionType):
     """A method named for ``action`` whose signature and docstring state its tool schema
-    (:mod:`srelib.policies.tools`: types, choices as ``Literal``, defaults, descriptions)."""
+    (:mod:`srelib.policies.llm.tools`: types, choices as ``Literal``, defaults, descriptions)."""
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {"return": str}
     lines = [tool_description(action), "", "Args:"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from srelib.policies.prompts import TOOL_SYSTEM_PROMPT
+from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT
 
 #: Characters of each observation in a rollout, unless the model's folder says otherwise.
 ROLLOUT_OBS_CHARS = 4000
@@ -42,10 +42,10 @@ def rollout_prompt(model, obs_chars: int | None = None,
                    system_prompt: str | None = None) -> dict:
     """The chat-policy prompt settings of :func:`grpo_train`'s rollouts for ``model``: the
     given ones, else those a model folder was saved with (as by ``srelib agent train``), else
-    :data:`~srelib.policies.prompts.TOOL_SYSTEM_PROMPT` and :data:`ROLLOUT_OBS_CHARS` characters
+    :data:`~srelib.policies.llm.prompts.TOOL_SYSTEM_PROMPT` and :data:`ROLLOUT_OBS_CHARS` characters
     per observation; always in tool turns. A chat policy given them prompts a model as GRPO
     trained it. A folder saved by an agent that answers in text raises ValueError."""
-    from srelib.policies.saved import saved_settings
+    from srelib.policies.llm.saved import saved_settings
 
     saved = saved_settings(model) if isinstance(model, str) else {}
     if saved and not saved.get("tools"):
@@ -79,7 +79,7 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from srelib.policies.hf_chat import native_bf16
+    from srelib.policies.llm.providers.hf_chat import native_bf16
     from srelib.training.environment import IncidentToolEnv, TaskDistribution
     from srelib.training.labelled_positions import labelled_positions_only
 

@@ -32,7 +32,7 @@ def load_for_training(model_id: str, load_in_4bit: bool = False, quantization=No
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from srelib.policies.hf_chat import model_access_problem, quantization_config, resolve_dtype
+    from srelib.policies.llm.providers.hf_chat import model_access_problem, quantization_config, resolve_dtype
     from srelib.training.chat_format import use_tool_format
 
     problem = model_access_problem(model_id)
@@ -65,7 +65,7 @@ def lora_warm_start(model, tokenizer, output_dir, *, rank: int = 16,
     episode one conversation prompted with :data:`LORA_PROMPT`; returns the trainer, whose
     ``model`` is the ``PeftModel``. A conversation longer than ``max_length`` tokens loses its
     start; ``config_overrides`` go to ``trl.SFTConfig``."""
-    from srelib.policies.tools import tool_definitions
+    from srelib.policies.llm.tools import tool_definitions
     from srelib.training.sft import sft_train
 
     rows = agent_rows(seeds, pools, LORA_PROMPT)

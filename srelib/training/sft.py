@@ -19,7 +19,7 @@ COMPACT_SYSTEM_PROMPT = (
     "You are the on-call SRE for a system of seven services. Each turn, reply with exactly one "
     'JSON object and nothing else: {"action_type": ..., "target_service": ..., "parameters": '
     "{...}}, choosing from the valid actions listed.")
-#: Transcript settings for small models (see srelib.policies.prompts.Transcript).
+#: Transcript settings for small models (see srelib.policies.llm.prompts.Transcript).
 COMPACT_PROMPT = {"system": COMPACT_SYSTEM_PROMPT, "obs_chars": 1200, "max_history": 1,
                   "max_chars": 5000}
 DEMONSTRATORS = ("reference", "heuristic")
@@ -34,7 +34,7 @@ def demonstrations(seeds: Iterable[int] = range(3), tasks: str | Sequence[str] =
     only from the episodes whose final score reaches it."""
     import tempfile
 
-    from srelib.policies.prompts import fold_system
+    from srelib.policies.llm.prompts import fold_system
     from srelib.policies.registry import scripted_policy
     from srelib.results import load_episodes
     from srelib.rollout import evaluate
@@ -62,13 +62,13 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
     With ``conversations``, consecutive rows of which each extends the one before (the turns of
     one episode, when the prompt keeps the whole history) become one example with every
     completion learnt: each token is encoded once instead of once per later turn.
-    ``tools`` (e.g. :func:`srelib.policies.tools.tool_definitions`) go to the chat template;
+    ``tools`` (e.g. :func:`srelib.policies.llm.tools.tool_definitions`) go to the chat template;
     ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from srelib.policies.hf_chat import native_bf16
+    from srelib.policies.llm.providers.hf_chat import native_bf16
     from srelib.training.labelled_positions import labelled_positions_only
 
     if not epochs > 0:

@@ -41,7 +41,8 @@ def _source_digest() -> str:
     for path in sorted(here.rglob("*.py")):  # the shape modules included
         digest.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes())
     # the gate policies admission plays and the tell audit it runs
-    for path in (Path(__file__).parents[2] / name for name in ("admission.py", "tell_audit.py")):
+    for path in (Path(__file__).parents[2] / name
+                 for name in ("admission.py", "gate.py", "tell_audit.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 

@@ -12,6 +12,7 @@ from srelib.env.belief import BeliefState
 from srelib.env.patching import is_test_path
 from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import get_scenario
+from srelib.gate import register
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.oracle import AnswerKey
 
@@ -125,3 +126,13 @@ class RemediateEverythingPolicy(AnswerKey, _Scripted):
             return [make_action(ActionType.PROPOSE_PATCH, diff="")]
         blanket = [make_action(kind, s) for s in SERVICES for kind in PHASE1_REMEDIATION]
         return blanket + [stuffed_declaration(self.answer_name(task_name)), EMPTY_HANDOFF]
+
+
+register(NullPolicy, "max", 0.15, admission="unseeded")
+register(KeywordStuffingPolicy, "max", 0.35, admission="unseeded")
+register(AlwaysNoChangePolicy, "max", 0.35, admission="unseeded", needs_fault=True,
+         task_bounds={"circuit_breaker_noop": 0.6}, mean_bound=0.25)
+register(ReproposeBadCommitPolicy, "max", 0.35, admission="unseeded")
+register(AlertsUntilBudgetPolicy, "max", 0.35)
+register(TestDeletingPolicy, "max", 0.35, admission="unseeded")
+register(RemediateEverythingPolicy, "max", 0.35, admission="seeded")

@@ -47,6 +47,7 @@ from srelib.env.patching import observe
 from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import get_scenario
 from srelib.env.site_guard import site_units
+from srelib.gate import register
 from srelib.policies.base import make_action
 from srelib.policies.oracle import AnswerKey
 
@@ -319,3 +320,7 @@ ForgedExitHijackPolicy = HIJACK_POLICIES["forged_exit"]
 DoctoredObservationsHijackPolicy = HIJACK_POLICIES["doctored_observations"]
 ReplayHijackPolicy = HIJACK_POLICIES["replay"]
 ReplayTouchHijackPolicy = HIJACK_POLICIES["replay_touch"]
+
+# judged on the repair component, in pool B where the patch is all they do
+for _cls in HIJACK_POLICIES.values():
+    register(_cls, "max", 0.15, pool="B", metric="repair")

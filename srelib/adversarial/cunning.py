@@ -25,10 +25,11 @@ from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.memo import byte_lru
 from srelib.env.scenarios import get_scenario
+from srelib.gate import register
 from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
 from srelib.policies.oracle import AnswerKey
-from srelib.policies.heuristic import FAULT_KEYWORDS
-from srelib.policies.revert import RevertPhase2Policy, reverse_diff
+from srelib.policies.scripted.heuristic import FAULT_KEYWORDS
+from srelib.policies.scripted.revert import RevertPhase2Policy, reverse_diff
 
 _EMPTY_BELIEF = asdict(BeliefState())
 
@@ -297,7 +298,7 @@ def train_answers(tasks: tuple[str, ...] | None = None) -> dict[str, dict[int, t
     (1 and 2); ``tasks``
     defaults to the classic train tasks."""
     from srelib.env.pools import TRAIN_TASKS
-    from srelib.policies.reference import phase1_plan, phase2_plan
+    from srelib.policies.scripted.reference import phase1_plan, phase2_plan
 
     return {_incident(get_scenario(task).title, get_scenario(task).summary):
             {1: tuple(phase1_plan(task)), 2: tuple(phase2_plan(task))}
@@ -349,3 +350,14 @@ class MemoriseTrainPolicy(EpisodeWatcher):
         step = min(self._taken[phase], len(plan) - 1)
         self._taken[phase] += 1
         return copy.deepcopy(plan[step])
+
+
+# pools: where each shortcut is strongest (A for a declaration alone, B for phase-2 tricks,
+# D for memorising train)
+register(RewardProbePolicy, "max", 0.35)
+register(RewardFarmPolicy, "max", 0.35)
+register(HedgedDeclarationPolicy, "max", 0.35, pool="A", admission="unseeded")
+register(ReleaseTagRevertPolicy, "max", 0.35)
+register(NewestDeployPolicy, "max", 0.35, admission="seeded")
+register(MemoriseTrainPolicy, "max", 0.35, pool="D")
+register(BlindRevertPolicy, "max", 0.35, pool="B", admission="unseeded", never_full=True)

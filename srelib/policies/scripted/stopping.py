@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from srelib.policies.heuristic import HeuristicPhase1Policy
+from srelib.policies.scripted.heuristic import HeuristicPhase1Policy
 
 #: The stages in which the heuristic is still gathering evidence.
 _GATHERING = ("investigate", "upstream", "confirm")

@@ -1,6 +1,6 @@
 """Declarations that guess instead of committing: the red team's keyword soup and blind constant.
 
-* :class:`KeywordSoupPolicy` investigates as :class:`~srelib.policies.heuristic.HeuristicPhase1Policy`
+* :class:`KeywordSoupPolicy` investigates as :class:`~srelib.policies.scripted.heuristic.HeuristicPhase1Policy`
   does and declares its suspect, but its text lists the fault vocabulary (:func:`fault_vocabulary`)
   so that whatever the incident's keywords are, the text has them.
 * :class:`BlindConstantPolicy` learns one answer from a suite's train tasks, the commonest fault
@@ -19,7 +19,7 @@ from srelib.env.belief import BeliefState
 from srelib.env.catalog import list_tasks
 from srelib.env.scenarios import get_scenario
 from srelib.policies.base import handoff_action, make_action
-from srelib.policies.heuristic import FAULT_KEYWORDS, HeuristicPhase1Policy
+from srelib.policies.scripted.heuristic import FAULT_KEYWORDS, HeuristicPhase1Policy
 
 _EMPTY_PATCH = make_action(ActionType.PROPOSE_PATCH, diff="")
 

@@ -4,7 +4,7 @@
 ``bad_commit_sha`` and the issue), the suspect commit's diff and the current files. It diffs the
 suspect, reads the files whose existing lines the commit edited, and proposes the patch that
 undoes those edits while keeping the code the commit added
-(:mod:`srelib.policies.partial_revert`). It declares no change when the handover says there is
+(:mod:`srelib.policies.scripted.partial_revert`). It declares no change when the handover says there is
 no fault, when no suspect was handed over, or when the suspect only adds code.
 
 :class:`LadderPhase2Policy` is the same repair given one more piece of the answer per rung
@@ -21,8 +21,8 @@ from __future__ import annotations
 from srelib.env.actions import ActionType
 from srelib.policies.base import EpisodeWatcher, make_action
 from srelib.policies.oracle import AnswerKey
-from srelib.policies.partial_revert import Block, edit_blocks, locate, revert_blocks
-from srelib.policies.revert import _NO_FAULT
+from srelib.policies.scripted.partial_revert import Block, edit_blocks, locate, revert_blocks
+from srelib.policies.scripted.revert import _NO_FAULT
 
 #: The ladder's rungs, each knowing one more piece of the answer than the one before.
 RUNGS = ("belief", "commit", "file", "function", "patch")
@@ -118,7 +118,7 @@ class LadderPhase2Policy(AnswerKey, PartialRevertPhase2Policy):
 
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         if phase == 2 and self._knows("patch"):
-            from srelib.policies.reference import phase2_plan
+            from srelib.policies.scripted.reference import phase2_plan
 
             self._watch_episode(observation)
             return phase2_plan(self.answer_name(task_name))[-1]

@@ -1,7 +1,7 @@
 """Hunk-level partial reverts: undo a suspect commit's edits to existing code, keep what it adds.
 
 A feature commit that slips a bug in mostly *adds* code (the feature, which the PASS_TO_PASS
-tests exercise) and *edits* a few existing lines; a blind revert (:mod:`srelib.policies.revert`)
+tests exercise) and *edits* a few existing lines; a blind revert (:mod:`srelib.policies.scripted.revert`)
 loses the feature. :func:`change_blocks` cuts a commit's unified diff into change blocks (one
 run of ``-``/``+`` lines with its context; an edit followed by new definitions is cut in two);
 :func:`is_edit` picks the blocks that rewrite or delete existing lines without growing them

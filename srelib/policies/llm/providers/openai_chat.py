@@ -21,9 +21,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from srelib.policies.base import ChatPolicyBase
+from srelib.policies.llm.chat import ChatPolicyBase
+from srelib.policies.llm.providers import provider
 from srelib.redact import remember_secret, scrub_secrets
-from srelib.policies.prompts import SYSTEM_PROMPT, fold_system
+from srelib.policies.llm.prompts import SYSTEM_PROMPT, fold_system
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ class ReplyTimeout(TimeoutError):
     """An attempt got no complete reply in time (its own limit, or the call's deadline)."""
 
 
+@provider("openai")
 class OpenAIChatPolicy(ChatPolicyBase):
     """Chat policy over an OpenAI-compatible endpoint (the seed's parameters come first).
 
@@ -50,7 +52,7 @@ class OpenAIChatPolicy(ChatPolicyBase):
     chat template has no system role (Gemma behind vLLM or ``transformers serve``); the default
     ``None`` learns it: the first time the server rejects a conversation, the folded form is
     tried, and kept if it is accepted. ``tools=True`` sends the actions as function tools
-    (:func:`srelib.policies.tools.tool_definitions`), reads the model's ``tool_calls`` and keeps
+    (:func:`srelib.policies.llm.tools.tool_definitions`), reads the model's ``tool_calls`` and keeps
     the conversation in tool turns (each result a ``tool`` message answering its call); a
     server that rejects tools is asked again without them, and the policy then reads actions
     from the reply text, as it does by default. ``system_prompt`` replaces the default one (a
@@ -228,7 +230,7 @@ class OpenAIChatPolicy(ChatPolicyBase):
         """The raw reply body, streamed so that an abandoned read stops at the next chunk."""
         extra: dict[str, Any] = {} if self.seed is None else {"seed": self.seed}
         if self.tools:
-            from srelib.policies.tools import tool_definitions
+            from srelib.policies.llm.tools import tool_definitions
 
             extra["tools"] = tool_definitions()
         chunks = []
@@ -251,8 +253,8 @@ def wire_messages(messages: list[dict], tools: bool) -> list[dict]:
     gets an id and its arguments as a JSON string, and its result (a ``tool`` message) that id;
     without (a server that refused tools), a call is sent as the action's JSON text and its
     result as a user turn."""
-    from srelib.policies.prompts import arguments_as_text
-    from srelib.policies.tools import tool_call_text
+    from srelib.policies.llm.prompts import arguments_as_text
+    from srelib.policies.llm.tools import tool_call_text
 
     wired, call_id = [], None
     for position, message in enumerate(arguments_as_text(messages)):
@@ -291,7 +293,7 @@ def _reply_text(data: dict, body: bytes) -> str:
         raise ValueError(f"the endpoint's first choice has no message: {_snippet(body)}")
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
-        from srelib.policies.tools import tool_call_text
+        from srelib.policies.llm.tools import tool_call_text
 
         return tool_call_text(calls[0])
     content = message.get("content")

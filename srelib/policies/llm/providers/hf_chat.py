@@ -10,10 +10,10 @@ available; otherwise a message says so and the model loads unquantised.
 ``act_batch`` generates for many episodes at once. With kept caches every lane keeps its
 keys/values between turns and prefills only what its transcript appended; the system-prompt
 prefix is encoded once for all lanes; lanes are bucketed by how much they must prefill (see
-:mod:`srelib.policies.kv_cache`). ``kv_cache="auto"`` (the default) keeps them on a CPU, where
+:mod:`srelib.policies.llm.kv_cache`). ``kv_cache="auto"`` (the default) keeps them on a CPU, where
 prefill dominates, and re-encodes every prompt on CUDA, where a prefill costs milliseconds and
 re-encoding measured faster (``bench/gpu_gemma.py``); ``True``/``False`` force either. A reply
-ends once its action is complete (:mod:`srelib.policies.reply_end`), or at ``max_new_tokens``.
+ends once its action is complete (:mod:`srelib.policies.llm.reply_end`), or at ``max_new_tokens``.
 ``static_cache=True`` re-encodes into transformers' static cache instead, sized in steps of
 :data:`STATIC_CACHE_STEP` tokens so that calls share shapes: on CUDA ``generate`` then compiles
 its decoding step (one compilation per batch size and cache size), which pays only over many
@@ -29,19 +29,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from srelib.policies import kv_cache
-from srelib.policies.base import ChatPolicyBase
-from srelib.policies.kv_cache import PrefixCache, Row
-from srelib.policies.reply_end import ObjectTables, action_end
-from srelib.policies.prompts import SYSTEM_PROMPT, fold_system
-from srelib.policies.saved import saved_settings
+from srelib.policies.llm import kv_cache
+from srelib.policies.llm.chat import ChatPolicyBase
+from srelib.policies.llm.providers import provider
+from srelib.policies.llm.kv_cache import PrefixCache, Row
+from srelib.policies.llm.reply_end import ObjectTables, action_end
+from srelib.policies.llm.prompts import SYSTEM_PROMPT, fold_system
+from srelib.policies.llm.saved import saved_settings
 
 log = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "bfloat16", "float32")
 #: Static caches are sized up to a multiple of this many tokens.
 STATIC_CACHE_STEP = 1024
-#: Prompt settings for a model saved without its own (see srelib.policies.saved).
+#: Prompt settings for a model saved without its own (see srelib.policies.llm.saved).
 _PROMPT_DEFAULTS = {"system_prompt": SYSTEM_PROMPT, "obs_chars": 6000, "max_history": 6,
                     "max_prompt_chars": 24000, "max_new_tokens": 512, "tools": False}
 
@@ -144,6 +145,7 @@ def model_access_problem(model_id: str, *, token: str | None = None,
     return None
 
 
+@provider("hf")
 class HFTransformersChatPolicy(ChatPolicyBase):
     """Chat policy over a local causal LM: a hub id or folder, or a preloaded model+tokenizer.
 
@@ -152,8 +154,8 @@ class HFTransformersChatPolicy(ChatPolicyBase):
     ``tools=True`` renders the actions as tools through the chat template, when the template
     can render them (else a warning, and actions are read from the reply text), reads a
     tool call from the reply with the tokenizer's ``response_template``, and keeps the
-    conversation in tool turns (:class:`~srelib.policies.prompts.Transcript`), as TRL's GRPO
-    rollouts do. A folder saved with prompt settings (:mod:`srelib.policies.saved`, e.g. by
+    conversation in tool turns (:class:`~srelib.policies.llm.prompts.Transcript`), as TRL's GRPO
+    rollouts do. A folder saved with prompt settings (:mod:`srelib.policies.llm.saved`, e.g. by
     ``srelib agent train``) supplies the defaults of ``system_prompt``, ``obs_chars``,
     ``max_history``, ``max_prompt_chars``, ``max_new_tokens`` and ``tools``.
     """
@@ -234,7 +236,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         return AutoModelForCausalLM.from_pretrained(source, **kwargs)
 
     def _template_renders_tools(self) -> bool:
-        from srelib.policies.tools import tool_definitions
+        from srelib.policies.llm.tools import tool_definitions
 
         probe = tool_definitions()[:1]
         try:
@@ -250,7 +252,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         return False
 
     def _template(self, messages: list[dict]) -> str:
-        from srelib.policies.tools import tool_definitions
+        from srelib.policies.llm.tools import tool_definitions
 
         return self.tokenizer.apply_chat_template(
             messages, tools=tool_definitions() if self.tools else None, tokenize=False,
@@ -294,7 +296,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
     def read_tool_call(self, prompt: str, reply: str) -> str | BaseException:
         """The reply's first tool call as action JSON, if the tokenizer's ``response_template``
         finds one; else the reply itself, for the text parser."""
-        from srelib.policies.tools import tool_call_text
+        from srelib.policies.llm.tools import tool_call_text
 
         if getattr(self.tokenizer, "response_template", None) is None:
             return reply
