@@ -72,14 +72,20 @@ register(ReferencePolicy, "min", 0.95, admission="seeded")
 
 
 @functools.lru_cache(maxsize=1)  # no arguments: the folder is read once per process
-def _load_folder() -> None:
+def _folder_modules() -> tuple[str, ...]:
+    """The folder's modules in name order, each imported (registering its rules)."""
     package = importlib.import_module(POLICY_FOLDER)
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        importlib.import_module(f"{POLICY_FOLDER}.{info.name}")
+    names = tuple(f"{POLICY_FOLDER}.{info.name}" for info in
+                  sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name))
+    for name in names:
+        importlib.import_module(name)
+    return names
 
 
 def rules() -> Mapping[type, GateRule]:
-    """Every gate rule by policy class: the reference's, then each module's of
-    :data:`POLICY_FOLDER` in module-name order, in the order the module registers them."""
-    _load_folder()
-    return MappingProxyType(_RULES)
+    """Every gate rule by policy class: the reference's, then those of each module of
+    :data:`POLICY_FOLDER` in module-name order, each module's in the order it registers them
+    (whichever module a process happened to import first)."""
+    rank = {name: k for k, name in enumerate(_folder_modules())}
+    ordered = sorted(_RULES.values(), key=lambda r: rank.get(r.policy.__module__, -1))
+    return MappingProxyType({r.policy: r for r in ordered})

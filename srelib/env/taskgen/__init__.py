@@ -13,7 +13,8 @@ both files. Same GENERATOR_VERSION and id, same bytes, in any process.
 
 from __future__ import annotations
 
-from .families import FAMILIES, Family
+from .families import Family
+from .family_lib import FAMILIES
 from .recipes import GENERATOR_VERSION, Candidate, split_of
 from .tasks import REPO_PREFIX, build_repo, build_scenario, candidate, is_generated_id
 

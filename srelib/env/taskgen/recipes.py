@@ -29,7 +29,8 @@ from srelib.env.infra import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES, FIR
                               NOTE_CHOICES, feature_note, routine_note)
 
 from .bases import BASES
-from .families import FAMILIES, SEVERITIES, SYMPTOMS, TITLE_PREFIXES, Effect, Family
+from .families import SEVERITIES, SYMPTOMS, TITLE_PREFIXES, Effect, Family
+from .family_lib import FAMILIES
 from .shape_lib import SHAPE_SPLITS, SHAPES
 from .shapes import Shape, fill
 

@@ -30,7 +30,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from . import cache
-from .families import FAMILIES
+from .family_lib import FAMILIES
 from .recipes import split_of
 from .tasks import _candidates, derive_tests, task_history
 

@@ -2,9 +2,11 @@
 
 A shape module defines ``SHAPE`` (a :class:`~srelib.env.taskgen.shapes.Shape`) and ``SPLIT``
 (``"train"`` or ``"heldout"``): a held-out shape's tasks are all held out, so no held-out task
-shares its bug shape with a train task. Adding a shape is adding one module here. The first
-shapes, written before this package, still live in :mod:`..shapes`; their splits are listed
-below.
+shares its bug shape with a train task. Adding a shape is adding one module here.
+
+Shapes are ordered: the no-fault family deals them out in turn, so the order decides which
+feature each of its tasks ships. The shapes written first keep the places they had
+(:data:`FIRST`); every other module follows in name order.
 """
 
 from __future__ import annotations
@@ -13,18 +15,20 @@ import importlib
 import pkgutil
 from types import MappingProxyType
 
-from ..shapes import SHAPES as _FIRST_SHAPES
 from ..shapes import Shape
 
 SPLITS = ("train", "heldout")
-_FIRST_HELDOUT = ("subscribers", "slots", "budget", "flags", "reentry", "namespace", "timestamps")
+#: The first shapes, in the order the generated suite was built with.
+FIRST = ("lru", "subscribers", "lease", "slots", "backoff", "budget", "units", "flags",
+         "lock_order", "reentry", "keying", "namespace", "money", "timestamps")
 
 
 def _load() -> tuple[dict[str, Shape], dict[str, str]]:
-    shapes = dict(_FIRST_SHAPES)
-    splits = {name: "heldout" if name in _FIRST_HELDOUT else "train" for name in shapes}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    shapes: dict[str, Shape] = {}
+    splits: dict[str, str] = {}
+    names = sorted(info.name for info in pkgutil.iter_modules(__path__))
+    for name in [n for n in FIRST if n in names] + [n for n in names if n not in FIRST]:
+        module = importlib.import_module(f"{__name__}.{name}")
         shape, split = getattr(module, "SHAPE", None), getattr(module, "SPLIT", None)
         if not isinstance(shape, Shape) or split not in SPLITS:
             raise ValueError(f"shape module {module.__name__} must define SHAPE (a Shape) and "
@@ -37,9 +41,9 @@ def _load() -> tuple[dict[str, Shape], dict[str, str]]:
 
 
 _shapes, _splits = _load()
-#: Every shape by name: the first ones, then this package's modules in name order.
+#: Every shape by name, in the order above.
 SHAPES = MappingProxyType(_shapes)
 #: The split of each shape's tasks, by shape name.
 SHAPE_SPLITS = MappingProxyType(_splits)
 
-__all__ = ["SHAPES", "SHAPE_SPLITS", "SPLITS", "Shape"]
+__all__ = ["FIRST", "SHAPES", "SHAPE_SPLITS", "SPLITS", "Shape"]
