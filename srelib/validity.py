@@ -4,7 +4,7 @@ Each gate policy is a plain Policy callable ``(observation, phase, task_name) ->
 ``reset()``. :func:`validity_table` plays each over every task in its joint pool (C for
 training tasks, D for held-out ones), or over the pool its rule names, and checks the mean per
 task of the score (or of the component its rule names) against its bound
-(:func:`srelib.gate.rules`: the reference's here, every shortcut's in :mod:`srelib.adversarial`).
+(:func:`srelib.gate.rules`: the reference's floor and every shortcut's bound, from :mod:`srelib.adversarial`).
 A policy with ``warmup_seeds`` (a learner) first plays those seeds on each task, unmeasured.
 :func:`format_validity_table` renders the rows as markdown; ``python -m srelib.validity``
 prints the summary table the README shows.
