@@ -17,6 +17,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import srelib
 
 FAMILY = '''
@@ -79,6 +81,8 @@ class MockTransportChatPolicy(ChatPolicyBase):
 
 CHECK = '''
 import json, sys
+import pytest
+
 import srelib
 from srelib.env.core import IncidentEnv
 from srelib.env.taskgen import FAMILIES, candidates
@@ -144,3 +148,21 @@ def test_one_new_file_adds_a_family_a_gate_policy_and_a_provider(tmp_path):
     assert provider["policy"] == "MockTransportChatPolicy"
     assert provider["actions"] == ["view_alerts"] * 3 and provider["error"] is None
     assert provider["tokens"] > 0  # the mock transport's call records reach the runner
+
+
+def test_the_registries_name_what_is_valid_on_bad_input():
+    from srelib.gate import GateRule
+    from srelib.policies.llm.providers import provider_class
+    from srelib.policies.registry import policy_factory
+
+    assert type(policy_factory("openai", model="m", api_key="k")()).__name__ == "OpenAIChatPolicy"
+    with pytest.raises(ValueError, match="LLM providers: hf, openai"):
+        policy_factory("no-such-policy")
+    with pytest.raises(ValueError, match="takes no options"):
+        policy_factory("heuristic", model="m")
+    with pytest.raises(ValueError, match="valid providers: hf, openai"):
+        provider_class("no-such-provider")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        GateRule(dict, "at most", 0.3)
+    with pytest.raises(ValueError, match="admission must be one of"):
+        GateRule(dict, "max", 0.3, admission="always")

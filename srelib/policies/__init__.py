@@ -1,5 +1,7 @@
-"""Policies: scripted baselines, a heuristic SRE, revert, partial revert and the repair ladder,
-the reference, and chat policies.
+"""Policies: the protocols (``base``), the scripted ones (``scripted/``: baselines, a heuristic
+SRE, revert, partial revert and the repair ladder, the reference) and the LLM ones (``llm/``:
+prompts, tools, chat machinery, one module per provider), built by name in ``registry``.
+Cheaters live apart, in :mod:`srelib.adversarial`.
 
 Names load lazily, so importing the package pulls in neither ``openai`` nor ``transformers``.
 """
@@ -14,6 +16,7 @@ _EXPORTS = {
     "ChatPolicyBase": "srelib.policies.llm.chat",
     "call_reset": "srelib.policies.base",
     "make_action": "srelib.policies.base",
+    "policy_factory": "srelib.policies.registry",
     "NullPhase1Policy": "srelib.policies.scripted.baselines",
     "RandomPhase2Policy": "srelib.policies.scripted.baselines",
     "OracleP1ThenRandomP2Policy": "srelib.policies.scripted.baselines",
