@@ -59,6 +59,14 @@ _GOOD = _SOURCE.replace('''    def call(self, request):
         return self.base_delay * 2 ** (attempt - 1)
 ''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_REJECTED = '''def _draw_rejected(rng):
+    return rng.randint(2, 9), f"r{rng.getrandbits(40):x}"
+'''
+_DRAW_BACKOFF = '''def _draw_backoff(rng):
+    return rng.randint(3, 6), rng.randint(1, 2000) / 1000, f"r{rng.getrandbits(40):x}"
+'''
+
 SHAPE = Shape(
     name="backoff", family="retry_storm", module="@n@_client.py",
     what="a retrying client for the @n@ backend", feature="per-call attempt limits for @n@ calls",
@@ -116,9 +124,7 @@ def probe_a_call_may_allow_more_attempts():
     return {"result": result, "calls": len(calls)}
 
 
-def _draw_rejected(rng):
-    return rng.randint(2, 9), f"r{rng.getrandbits(40):x}"
-
+''' + _DRAW_REJECTED + '''
 
 
 def probe_rejected_requests_are_not_retried(rng):
@@ -131,9 +137,7 @@ def probe_rejected_requests_are_not_retried(rng):
     return {"raised": None, "calls": len(calls), "sent": calls[-1], "max_attempts": attempts}
 
 
-def _draw_backoff(rng):
-    return rng.randint(3, 6), rng.randint(1, 2000) / 1000, f"r{rng.getrandbits(40):x}"
-
+''' + _DRAW_BACKOFF + '''
 
 
 def probe_backoff_doubles(rng):
@@ -159,9 +163,7 @@ def test_a_call_may_allow_more_attempts(seen):
     assert seen.value == {"result": "done:d", "calls": 6}
 
 
-def _draw_rejected(rng):
-    return rng.randint(2, 9), f"r{rng.getrandbits(40):x}"
-
+''' + _DRAW_REJECTED + '''
 
 
 def test_rejected_requests_are_not_retried(seen, rng):
@@ -169,9 +171,7 @@ def test_rejected_requests_are_not_retried(seen, rng):
     assert seen.value == {"raised": "Rejected", "calls": 1, "sent": request, "max_attempts": attempts}
 
 
-def _draw_backoff(rng):
-    return rng.randint(3, 6), rng.randint(1, 2000) / 1000, f"r{rng.getrandbits(40):x}"
-
+''' + _DRAW_BACKOFF + '''
 
 
 def test_backoff_doubles(seen, rng):

@@ -50,6 +50,12 @@ _GOOD = _SOURCE.replace('''    def can_retry(self):
                 "left": self.allowed() - self.retries}
 ''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_BUDGET = '''def _draw_budget(rng):
+    requests = rng.randint(30, 300)
+    return rng.randint(5, 40) / 100, rng.randint(1, 4), requests, requests + rng.randint(0, 50)
+'''
+
 SHAPE = Shape(
     name="budget", family="retry_storm", module="@n@_retry_budget.py",
     what="a retry budget for @n@ calls", feature="budget snapshots for @n@ calls",
@@ -98,10 +104,7 @@ def probe_a_fresh_budget_grants_a_retry():
     return @N@RetryBudget(minimum=1).can_retry()
 
 
-def _draw_budget(rng):
-    requests = rng.randint(30, 300)
-    return rng.randint(5, 40) / 100, rng.randint(1, 4), requests, requests + rng.randint(0, 50)
-
+''' + _DRAW_BUDGET + '''
 
 
 def probe_retries_stop_at_the_budget(rng):
@@ -128,10 +131,7 @@ def test_a_fresh_budget_grants_a_retry(seen):
     assert seen.value is True
 
 
-def _draw_budget(rng):
-    requests = rng.randint(30, 300)
-    return rng.randint(5, 40) / 100, rng.randint(1, 4), requests, requests + rng.randint(0, 50)
-
+''' + _DRAW_BUDGET + '''
 
 
 def test_retries_stop_at_the_budget(seen, rng):

@@ -36,6 +36,14 @@ _GOOD = _SOURCE.replace('''    raw = env.get(name)
                                             '''    return {"strict_validation": flag(env, "@N@_STRICT", default=True),
             "shadow_writes": flag(env, "@N@_SHADOW_WRITES")}''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_SPELLINGS = '''def _draw_spellings(rng):
+    false, true = ["0", "false", "no", "off"], ["1", "true", "yes", "on"]
+    words = [rng.choice(false)] + [rng.choice(false + true) for _ in range(rng.randint(24, 40))]
+    spelt = ["".join(c.upper() if rng.random() < 0.5 else c for c in w) for w in words]
+    return [" " * rng.randint(0, 2) + w + " " * rng.randint(0, 2) for w in spelt], [w in true for w in words]
+'''
+
 SHAPE = Shape(
     name="flags", family="config_change", module="@n@_flags.py",
     what="feature flags of the @n@ component", feature="a shadow-write switch for @ns@",
@@ -78,12 +86,7 @@ def probe_truthy_spellings():
     return [flag({"F": v}, "F") for v in ("1", "true", "YES", "on")]
 
 
-def _draw_spellings(rng):
-    false, true = ["0", "false", "no", "off"], ["1", "true", "yes", "on"]
-    words = [rng.choice(false)] + [rng.choice(false + true) for _ in range(rng.randint(24, 40))]
-    spelt = ["".join(c.upper() if rng.random() < 0.5 else c for c in w) for w in words]
-    return [" " * rng.randint(0, 2) + w + " " * rng.randint(0, 2) for w in spelt], [w in true for w in words]
-
+''' + _DRAW_SPELLINGS + '''
 
 
 def probe_false_spellings_turn_flags_off(rng):
@@ -106,12 +109,7 @@ def test_truthy_spellings(seen):
     assert seen.value == [True, True, True, True]
 
 
-def _draw_spellings(rng):
-    false, true = ["0", "false", "no", "off"], ["1", "true", "yes", "on"]
-    words = [rng.choice(false)] + [rng.choice(false + true) for _ in range(rng.randint(24, 40))]
-    spelt = ["".join(c.upper() if rng.random() < 0.5 else c for c in w) for w in words]
-    return [" " * rng.randint(0, 2) + w + " " * rng.randint(0, 2) for w in spelt], [w in true for w in words]
-
+''' + _DRAW_SPELLINGS + '''
 
 
 def test_false_spellings_turn_flags_off(seen, rng):

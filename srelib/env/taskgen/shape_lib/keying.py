@@ -40,6 +40,11 @@ _GOOD = _SOURCE.replace('''    def get(self, item_id):
         self.traced = []
 ''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_LOOKUPS = '''def _draw_lookups(rng):
+    return rng.randint(20, 300), rng.getrandbits(40)
+'''
+
 SHAPE = Shape(
     name="keying", family="cache_thrash", module="@n@_lookup.py",
     what="cached @n@ lookups", feature="trace ids on @n@ lookups",
@@ -100,9 +105,7 @@ def probe_traced_calls_are_recorded():
     return lookup.traced[:1]
 
 
-def _draw_lookups(rng):
-    return rng.randint(20, 300), rng.getrandbits(40)
-
+''' + _DRAW_LOOKUPS + '''
 
 
 def probe_trace_ids_do_not_split_the_cache(rng):
@@ -127,9 +130,7 @@ def test_traced_calls_are_recorded(seen):
     assert seen.value == ["t-1"]
 
 
-def _draw_lookups(rng):
-    return rng.randint(20, 300), rng.getrandbits(40)
-
+''' + _DRAW_LOOKUPS + '''
 
 
 def test_trace_ids_do_not_split_the_cache(seen, rng):

@@ -68,6 +68,12 @@ _GOOD = _SOURCE.replace('''    def run(self, fn):
         return results, errors
 ''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_FAILURES = '''def _draw_failures(rng):
+    size = rng.randint(2, 8)
+    return size, rng.randint(size + 1, 4 * size), rng.getrandbits(40)
+'''
+
 SHAPE = Shape(
     name="lease", family="pool_exhaustion", module="@n@_pool.py",
     what="a connection pool for @ns@", feature="batched calls through the @n@ pool",
@@ -123,10 +129,7 @@ def probe_run_many_collects_results_and_errors():
     return {"results": results, "errors": errors}
 
 
-def _draw_failures(rng):
-    size = rng.randint(2, 8)
-    return size, rng.randint(size + 1, 4 * size), rng.getrandbits(40)
-
+''' + _DRAW_FAILURES + '''
 
 
 def probe_failed_calls_hand_their_connection_back(rng):
@@ -155,10 +158,7 @@ def test_run_many_collects_results_and_errors(seen):
     assert seen.value == {"results": ["a", "b"], "errors": ["ConnectionError"]}
 
 
-def _draw_failures(rng):
-    size = rng.randint(2, 8)
-    return size, rng.randint(size + 1, 4 * size), rng.getrandbits(40)
-
+''' + _DRAW_FAILURES + '''
 
 
 def test_failed_calls_hand_their_connection_back(seen, rng):

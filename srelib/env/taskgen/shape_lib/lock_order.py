@@ -40,6 +40,12 @@ _GOOD = _SOURCE.replace('''    def owned_by(self, owner):''', '''    def reassig
 
     def owned_by(self, owner):''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_RECORDS = '''def _draw_records(rng):
+    owners = [f"o{rng.getrandbits(32):x}" for _ in range(2)]
+    return owners, [f"r{i}-{rng.getrandbits(24):x}" for i in range(rng.randint(1, 6))]
+'''
+
 SHAPE = Shape(
     name="lock_order", family="deadlock", module="@n@_store.py",
     what="an indexed @n@ store", feature="reassigning @ns@ between owners",
@@ -114,10 +120,7 @@ def probe_add_takes_records_before_index():
     return recorder.pairs
 
 
-def _draw_records(rng):
-    owners = [f"o{rng.getrandbits(32):x}" for _ in range(2)]
-    return owners, [f"r{i}-{rng.getrandbits(24):x}" for i in range(rng.randint(1, 6))]
-
+''' + _DRAW_RECORDS + '''
 
 
 def probe_every_method_takes_the_locks_in_one_order(rng):
@@ -146,10 +149,7 @@ def test_add_takes_records_before_index(seen):
     assert seen.value == [["records", "index"]]
 
 
-def _draw_records(rng):
-    owners = [f"o{rng.getrandbits(32):x}" for _ in range(2)]
-    return owners, [f"r{i}-{rng.getrandbits(24):x}" for i in range(rng.randint(1, 6))]
-
+''' + _DRAW_RECORDS + '''
 
 
 def test_every_method_takes_the_locks_in_one_order(seen, rng):

@@ -60,6 +60,19 @@ _GOOD = _SOURCE.replace('''    def put(self, key, value):
             self._entries.popitem(last=False)
 ''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_RECENCY = '''def _draw_recency(rng):
+    size = rng.randint(2, 9)
+    keys = [f"k{i}-{rng.getrandbits(32):x}" for i in range(size + 1)]
+    return size, keys, [rng.getrandbits(40) for _ in keys]
+'''
+_DRAW_LIMIT = '''def _draw_limit(rng):
+    return rng.randint(4, 40), rng.randint(300, 1200), rng.getrandbits(40)
+'''
+_DRAW_BULK = '''def _draw_bulk(rng):
+    return rng.randint(2, 30), rng.randint(100, 800), rng.getrandbits(40)
+'''
+
 SHAPE = Shape(
     name="lru", family="memory_leak", module="@n@_cache.py",
     what="an LRU cache of @ns@", feature="bulk loading of @ns@",
@@ -97,11 +110,7 @@ def probe_lookups_hit_after_a_put():
     return {"hit": cache.get("k1"), "miss": cache.get("k9")}
 
 
-def _draw_recency(rng):
-    size = rng.randint(2, 9)
-    keys = [f"k{i}-{rng.getrandbits(32):x}" for i in range(size + 1)]
-    return size, keys, [rng.getrandbits(40) for _ in keys]
-
+''' + _DRAW_RECENCY + '''
 
 
 def probe_least_recently_used_goes_first(rng):
@@ -126,9 +135,7 @@ def probe_zero_entries_is_refused():
     return "accepted"
 
 
-def _draw_limit(rng):
-    return rng.randint(4, 40), rng.randint(300, 1200), rng.getrandbits(40)
-
+''' + _DRAW_LIMIT + '''
 
 
 def probe_size_stays_within_the_limit(rng):
@@ -141,9 +148,7 @@ def probe_size_stays_within_the_limit(rng):
     return {"largest": largest, "newest": cache.get(f"k{count - 1}"), "oldest": cache.get("k0")}
 
 
-def _draw_bulk(rng):
-    return rng.randint(2, 30), rng.randint(100, 800), rng.getrandbits(40)
-
+''' + _DRAW_BULK + '''
 
 
 def probe_bulk_loads_stay_within_the_limit(rng):
@@ -156,11 +161,7 @@ def probe_bulk_loads_stay_within_the_limit(rng):
     assert seen.value == {"hit": {"id": 1}, "miss": None}
 
 
-def _draw_recency(rng):
-    size = rng.randint(2, 9)
-    keys = [f"k{i}-{rng.getrandbits(32):x}" for i in range(size + 1)]
-    return size, keys, [rng.getrandbits(40) for _ in keys]
-
+''' + _DRAW_RECENCY + '''
 
 
 def test_least_recently_used_goes_first(seen, rng):
@@ -176,9 +177,7 @@ def test_zero_entries_is_refused(seen):
     assert seen.raised == "ValueError"
 
 
-def _draw_limit(rng):
-    return rng.randint(4, 40), rng.randint(300, 1200), rng.getrandbits(40)
-
+''' + _DRAW_LIMIT + '''
 
 
 def test_size_stays_within_the_limit(seen, rng):
@@ -186,9 +185,7 @@ def test_size_stays_within_the_limit(seen, rng):
     assert seen.value == {"largest": limit, "newest": base + count - 1, "oldest": None}
 
 
-def _draw_bulk(rng):
-    return rng.randint(2, 30), rng.randint(100, 800), rng.getrandbits(40)
-
+''' + _DRAW_BULK + '''
 
 
 def test_bulk_loads_stay_within_the_limit(seen, rng):

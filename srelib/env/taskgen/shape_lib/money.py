@@ -27,6 +27,16 @@ def @n@_total(amounts):
     return sum(to_cents(a) for a in amounts)
 '''
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_HALVES = '''def _draw_halves(rng):
+    even = f"{rng.randint(0, 99999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
+    return [even] + [f"{rng.randint(0, 99999)}.{rng.randint(0, 99):02d}5" for _ in range(rng.randint(2, 7))]
+'''
+_DRAW_TOTAL = '''def _draw_total(rng):
+    even = f"{rng.randint(0, 999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
+    return [even] + [f"{rng.randint(0, 999)}.{rng.randint(0, 999):03d}" for _ in range(rng.randint(2, 9))]
+'''
+
 SHAPE = Shape(
     name="money", family="shared_dependency", module="common/money.py",
     what="the vendored money helpers", feature="@n@ totals in the shared money helpers",
@@ -67,20 +77,14 @@ def probe_negative_amounts():
     return to_cents("-4.5")
 
 
-def _draw_halves(rng):
-    even = f"{rng.randint(0, 99999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
-    return [even] + [f"{rng.randint(0, 99999)}.{rng.randint(0, 99):02d}5" for _ in range(rng.randint(2, 7))]
-
+''' + _DRAW_HALVES + '''
 
 
 def probe_halves_round_up(rng):
     return [to_cents(amount) for amount in _draw_halves(rng)]
 
 
-def _draw_total(rng):
-    even = f"{rng.randint(0, 999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
-    return [even] + [f"{rng.randint(0, 999)}.{rng.randint(0, 999):03d}" for _ in range(rng.randint(2, 9))]
-
+''' + _DRAW_TOTAL + '''
 
 
 def probe_totals_round_each_half_up(rng):
@@ -102,10 +106,7 @@ def test_negative_amounts(seen):
     assert seen.value == -450
 
 
-def _draw_halves(rng):
-    even = f"{rng.randint(0, 99999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
-    return [even] + [f"{rng.randint(0, 99999)}.{rng.randint(0, 99):02d}5" for _ in range(rng.randint(2, 7))]
-
+''' + _DRAW_HALVES + '''
 
 
 def test_halves_round_up(seen, rng):
@@ -115,10 +116,7 @@ def test_halves_round_up(seen, rng):
                           for a in _draw_halves(rng)]
 
 
-def _draw_total(rng):
-    even = f"{rng.randint(0, 999)}.{rng.randint(0, 9)}{2 * rng.randint(0, 4)}5"
-    return [even] + [f"{rng.randint(0, 999)}.{rng.randint(0, 999):03d}" for _ in range(rng.randint(2, 9))]
-
+''' + _DRAW_TOTAL + '''
 
 
 def test_totals_round_each_half_up(seen, rng):

@@ -34,6 +34,13 @@ _GOOD = _SOURCE + '''
         return dropped
 '''
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_NAMESPACES = '''def _draw_namespaces(rng):
+    own = {f"k{i}-{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
+    others = {f"ns{i}/{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
+    return own, others
+'''
+
 SHAPE = Shape(
     name="namespace", family="cache_thrash", module="@n@_cache_space.py",
     what="the @n@ namespace of the shared cache", feature="bulk invalidation of @n@ keys",
@@ -80,11 +87,7 @@ def probe_invalidate_named_keys():
     return {"dropped": space.invalidate(["a", "zz"]), "keys": space.keys()}
 
 
-def _draw_namespaces(rng):
-    own = {f"k{i}-{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
-    others = {f"ns{i}/{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
-    return own, others
-
+''' + _DRAW_NAMESPACES + '''
 
 
 def probe_invalidate_all_spares_other_namespaces(rng):
@@ -108,11 +111,7 @@ def test_invalidate_named_keys(seen):
     assert seen.value == {"dropped": 1, "keys": ["b"]}
 
 
-def _draw_namespaces(rng):
-    own = {f"k{i}-{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
-    others = {f"ns{i}/{rng.getrandbits(24):x}": rng.getrandbits(16) + 1 for i in range(rng.randint(1, 8))}
-    return own, others
-
+''' + _DRAW_NAMESPACES + '''
 
 
 def test_invalidate_all_spares_other_namespaces(seen, rng):

@@ -49,6 +49,13 @@ _GOOD = _SOURCE.replace('''    def close(self, item_id):
         return doomed
 ''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_REGISTRY = '''def _draw_registry(rng):
+    count = rng.randint(4, 12)
+    data = [2 * rng.getrandbits(15)] + [rng.getrandbits(16) for _ in range(count - 1)]
+    return [f"x{i}-{rng.getrandbits(24):x}" for i in range(count)], data
+'''
+
 SHAPE = Shape(
     name="reentry", family="deadlock", module="@n@_registry.py",
     what="a registry of active @ns@", feature="closing @ns@ by predicate",
@@ -108,11 +115,7 @@ def probe_close_where_with_no_match():
     return {"closed": registry.close_where(lambda data: data > 5), "active": registry.active()}
 
 
-def _draw_registry(rng):
-    count = rng.randint(4, 12)
-    data = [2 * rng.getrandbits(15)] + [rng.getrandbits(16) for _ in range(count - 1)]
-    return [f"x{i}-{rng.getrandbits(24):x}" for i in range(count)], data
-
+''' + _DRAW_REGISTRY + '''
 
 
 def probe_close_where_closes_the_matches(rng):
@@ -134,11 +137,7 @@ def test_close_where_with_no_match(seen):
     assert seen.value == {"closed": [], "active": ["a"]}
 
 
-def _draw_registry(rng):
-    count = rng.randint(4, 12)
-    data = [2 * rng.getrandbits(15)] + [rng.getrandbits(16) for _ in range(count - 1)]
-    return [f"x{i}-{rng.getrandbits(24):x}" for i in range(count)], data
-
+''' + _DRAW_REGISTRY + '''
 
 
 def test_close_where_closes_the_matches(seen, rng):

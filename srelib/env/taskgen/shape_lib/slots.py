@@ -52,6 +52,15 @@ _GOOD = _SOURCE.replace('''        self.in_use += 1
         self.failures = 0
 ''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_NESTING = '''def _draw_nesting(rng):
+    return rng.randint(1, 5), rng.getrandbits(40)
+'''
+_DRAW_FAILED_JOBS = '''def _draw_failed_jobs(rng):
+    limit = rng.randint(1, 5)
+    return limit, rng.randint(limit + 1, 4 * limit + 3), rng.getrandbits(40)
+'''
+
 SHAPE = Shape(
     name="slots", family="pool_exhaustion", module="@n@_workers.py",
     what="worker slots for @n@ jobs", feature="job statistics for @n@ workers",
@@ -89,9 +98,7 @@ def probe_limit_must_be_positive():
     return "accepted"
 
 
-def _draw_nesting(rng):
-    return rng.randint(1, 5), rng.getrandbits(40)
-
+''' + _DRAW_NESTING + '''
 
 
 def probe_a_nested_submit_beyond_the_limit_is_busy(rng):
@@ -122,10 +129,7 @@ def probe_stats_count_failures():
     return workers.stats()["failures"]
 
 
-def _draw_failed_jobs(rng):
-    limit = rng.randint(1, 5)
-    return limit, rng.randint(limit + 1, 4 * limit + 3), rng.getrandbits(40)
-
+''' + _DRAW_FAILED_JOBS + '''
 
 
 def probe_failed_jobs_free_their_slot(rng):
@@ -150,9 +154,7 @@ def test_limit_must_be_positive(seen):
     assert seen.raised == "ValueError"
 
 
-def _draw_nesting(rng):
-    return rng.randint(1, 5), rng.getrandbits(40)
-
+''' + _DRAW_NESTING + '''
 
 
 def test_a_nested_submit_beyond_the_limit_is_busy(seen, rng):
@@ -164,10 +166,7 @@ def test_stats_count_failures(seen):
     assert seen.value == 1
 
 
-def _draw_failed_jobs(rng):
-    limit = rng.randint(1, 5)
-    return limit, rng.randint(limit + 1, 4 * limit + 3), rng.getrandbits(40)
-
+''' + _DRAW_FAILED_JOBS + '''
 
 
 def test_failed_jobs_free_their_slot(seen, rng):

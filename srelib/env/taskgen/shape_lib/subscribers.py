@@ -71,6 +71,16 @@ _GOOD = _SOURCE.replace('''    def subscribe(self, handler):
         return called
 ''')
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_UNSUBSCRIBED = '''def _draw_unsubscribed(rng):
+    tags = [rng.getrandbits(32) for _ in range(rng.randint(2, 6))]
+    dropped = sorted(rng.sample(range(len(tags)), rng.randint(1, len(tags) - 1)))
+    return tags, dropped, f"e{rng.getrandbits(32):x}"
+'''
+_DRAW_CHURN = '''def _draw_churn(rng):
+    return rng.randint(200, 900), rng.randint(1, 5), f"e{rng.getrandbits(32):x}"
+'''
+
 SHAPE = Shape(
     name="subscribers", family="memory_leak", module="@n@_events.py",
     what="@n@ event subscriptions", feature="one-shot subscriptions to @n@ events",
@@ -121,11 +131,7 @@ def probe_tokens_are_distinct():
     return len(set(tokens))
 
 
-def _draw_unsubscribed(rng):
-    tags = [rng.getrandbits(32) for _ in range(rng.randint(2, 6))]
-    dropped = sorted(rng.sample(range(len(tags)), rng.randint(1, len(tags) - 1)))
-    return tags, dropped, f"e{rng.getrandbits(32):x}"
-
+''' + _DRAW_UNSUBSCRIBED + '''
 
 
 def probe_unsubscribed_handlers_are_not_called(rng):
@@ -137,9 +143,7 @@ def probe_unsubscribed_handlers_are_not_called(rng):
             "again": events.unsubscribe(tokens[dropped[0]])}
 
 
-def _draw_churn(rng):
-    return rng.randint(200, 900), rng.randint(1, 5), f"e{rng.getrandbits(32):x}"
-
+''' + _DRAW_CHURN + '''
 
 
 def probe_churn_leaves_no_handlers_behind(rng):
@@ -163,11 +167,7 @@ def test_tokens_are_distinct(seen):
     assert seen.value == 5
 
 
-def _draw_unsubscribed(rng):
-    tags = [rng.getrandbits(32) for _ in range(rng.randint(2, 6))]
-    dropped = sorted(rng.sample(range(len(tags)), rng.randint(1, len(tags) - 1)))
-    return tags, dropped, f"e{rng.getrandbits(32):x}"
-
+''' + _DRAW_UNSUBSCRIBED + '''
 
 
 def test_unsubscribed_handlers_are_not_called(seen, rng):
@@ -176,9 +176,7 @@ def test_unsubscribed_handlers_are_not_called(seen, rng):
     assert seen.value == {"removed": [True] * len(dropped), "called": len(kept), "got": kept, "again": False}
 
 
-def _draw_churn(rng):
-    return rng.randint(200, 900), rng.randint(1, 5), f"e{rng.getrandbits(32):x}"
-
+''' + _DRAW_CHURN + '''
 
 
 def test_churn_leaves_no_handlers_behind(seen, rng):

@@ -24,6 +24,27 @@ def @n@_age_s(created, now):
     return (parse_ts(now) - parse_ts(created)).total_seconds()
 '''
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_MOMENTS = '''def _draw_moments(rng, count):
+    from datetime import datetime, timedelta, timezone
+
+    moments = []
+    for _ in range(count):
+        utc = datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=rng.randint(0, 300_000_000))
+        hours = rng.choice([h for h in range(-11, 14) if h])
+        zone = timezone(timedelta(hours=hours, minutes=rng.choice([0, 30]) * (1 if hours > 0 else -1)))
+        moments.append(utc.astimezone(zone).isoformat())
+    return moments
+'''
+_DRAW_AGE = '''def _draw_age(rng):
+    from datetime import datetime, timedelta, timezone
+
+    age = rng.randint(60, 10**6)
+    created = _draw_moments(rng, 1)[0]
+    now = (datetime.fromisoformat(created) + timedelta(seconds=age)).astimezone(timezone.utc)
+    return created, now.strftime("%Y-%m-%dT%H:%M:%SZ"), age
+'''
+
 SHAPE = Shape(
     name="timestamps", family="shared_dependency", module="common/timefmt.py",
     what="the vendored timestamp helpers", feature="@n@ ages in the shared timestamp helpers",
@@ -59,31 +80,14 @@ def probe_ages_between_zulu_times():
     return @n@_age_s("2025-01-15T14:00:00Z", "2025-01-15T14:02:30Z")
 
 
-def _draw_moments(rng, count):
-    from datetime import datetime, timedelta, timezone
-
-    moments = []
-    for _ in range(count):
-        utc = datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=rng.randint(0, 300_000_000))
-        hours = rng.choice([h for h in range(-11, 14) if h])
-        zone = timezone(timedelta(hours=hours, minutes=rng.choice([0, 30]) * (1 if hours > 0 else -1)))
-        moments.append(utc.astimezone(zone).isoformat())
-    return moments
-
+''' + _DRAW_MOMENTS + '''
 
 
 def probe_offsets_convert_to_utc(rng):
     return [parse_ts(moment).isoformat() for moment in _draw_moments(rng, rng.randint(2, 6))]
 
 
-def _draw_age(rng):
-    from datetime import datetime, timedelta, timezone
-
-    age = rng.randint(60, 10**6)
-    created = _draw_moments(rng, 1)[0]
-    now = (datetime.fromisoformat(created) + timedelta(seconds=age)).astimezone(timezone.utc)
-    return created, now.strftime("%Y-%m-%dT%H:%M:%SZ"), age
-
+''' + _DRAW_AGE + '''
 
 
 def probe_ages_across_offsets(rng):
@@ -102,17 +106,7 @@ def test_ages_between_zulu_times(seen):
     assert seen.value == 150.0
 
 
-def _draw_moments(rng, count):
-    from datetime import datetime, timedelta, timezone
-
-    moments = []
-    for _ in range(count):
-        utc = datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=rng.randint(0, 300_000_000))
-        hours = rng.choice([h for h in range(-11, 14) if h])
-        zone = timezone(timedelta(hours=hours, minutes=rng.choice([0, 30]) * (1 if hours > 0 else -1)))
-        moments.append(utc.astimezone(zone).isoformat())
-    return moments
-
+''' + _DRAW_MOMENTS + '''
 
 
 def test_offsets_convert_to_utc(seen, rng):
@@ -122,14 +116,7 @@ def test_offsets_convert_to_utc(seen, rng):
                           for m in _draw_moments(rng, rng.randint(2, 6))]
 
 
-def _draw_age(rng):
-    from datetime import datetime, timedelta, timezone
-
-    age = rng.randint(60, 10**6)
-    created = _draw_moments(rng, 1)[0]
-    now = (datetime.fromisoformat(created) + timedelta(seconds=age)).astimezone(timezone.utc)
-    return created, now.strftime("%Y-%m-%dT%H:%M:%SZ"), age
-
+''' + _DRAW_AGE + '''
 
 
 def test_ages_across_offsets(seen, rng):

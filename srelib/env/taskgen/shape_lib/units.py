@@ -35,6 +35,11 @@ def load_@n@_settings(env):
     }
 '''
 
+# the input draws both the probes (in the sandbox) and the checks (in the grader) run
+_DRAW_TIMEOUTS = '''def _draw_timeouts(rng):
+    return [rng.randint(1, 600_000) for _ in range(3)]
+'''
+
 SHAPE = Shape(
     name="units", family="config_change", module="@n@_settings.py",
     what="settings of the @n@ component", feature="an adjustable @n@ batch size",
@@ -74,9 +79,7 @@ def probe_a_zero_batch_size_is_refused():
     return "accepted"
 
 
-def _draw_timeouts(rng):
-    return [rng.randint(1, 600_000) for _ in range(3)]
-
+''' + _DRAW_TIMEOUTS + '''
 
 
 def probe_timeouts_are_in_seconds(rng):
@@ -99,9 +102,7 @@ def test_a_zero_batch_size_is_refused(seen):
     assert seen.raised == "ValueError"
 
 
-def _draw_timeouts(rng):
-    return [rng.randint(1, 600_000) for _ in range(3)]
-
+''' + _DRAW_TIMEOUTS + '''
 
 
 def test_timeouts_are_in_seconds(seen, rng):
