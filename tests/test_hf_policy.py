@@ -44,6 +44,15 @@ def test_tiny_model_is_small_gemma_and_cached(tiny_path):
     assert (Path(tiny_path) / "model.safetensors").stat().st_mtime_ns == stamp
 
 
+def test_a_tiny_model_asked_for_elsewhere_is_a_copy_of_the_one_build(tiny_path, tmp_path):
+    from srelib.tiny_model import default_model_dir
+
+    again = Path(tiny_chat_model(tmp_path / "elsewhere"))
+    for name in ("model.safetensors", "tokenizer.json", "config.json"):
+        built = (default_model_dir() / name).read_bytes()
+        assert (again / name).read_bytes() == built == (Path(tiny_path) / name).read_bytes()
+
+
 def test_template_rejects_system_role_and_policy_folds_it(greedy):
     from jinja2 import TemplateError
 
