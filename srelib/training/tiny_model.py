@@ -155,7 +155,7 @@ def default_model_dir() -> Path:
     be taken."""
     import hashlib
 
-    from srelib.provenance import digest, machine_class
+    from srelib.results.provenance import digest, machine_class
 
     source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     key = digest({"source": source, **machine_class()})
@@ -173,7 +173,7 @@ def tiny_chat_model(path: str | os.PathLike | None = None, *, train_steps: int =
     target = Path(path) if path is not None else default_model_dir()
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
         return str(target)
-    from srelib.saving import save_folder
+    from srelib.results.saving import save_folder
 
     tokenizer = chat_tokenizer(_corpus(), vocab_size)
     model = _build_model(tokenizer, train_steps)
