@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from srelib._lazy import lazy_exports
-from srelib._version import __version__
+from srelib._version import __version__ as __version__  # re-exported
 
 _EXPORTS = {
     "IncidentEnv": "srelib.env.core",
