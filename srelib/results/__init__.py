@@ -1,6 +1,6 @@
 """Results: the run store and its frames (:mod:`.store`), the replay that verifies stored
-episodes (:mod:`.verify`), a run loaded as a frame (:mod:`.runs`), the localisation columns of a row (:mod:`.localisation`), and what
-made a stored output (:mod:`.provenance`, :mod:`.saving`).
+episodes (:mod:`.verify`), a run loaded as a frame (:mod:`.runs`), the localisation columns of a
+row (:mod:`.localisation`), and what made a stored output (:mod:`.provenance`, :mod:`.saving`).
 
 The run store's names (and ``load_run``) load lazily, so ``srelib.results.load_run`` and
 ``from srelib.results import Episode`` read as they did when the store was this module.
