@@ -209,7 +209,7 @@ def test_the_return_of_every_episode_is_its_score_so_farming_loses():
     until the budget ends) returns its near-zero score, below the reference."""
     from srelib.policies.adversarial import RewardFarmPolicy
     from srelib.policies.reference import ReferencePolicy
-    from srelib.validity import NullPolicy, pool_for
+    from srelib.analysis.validity import NullPolicy, pool_for
 
     returns = {}
     for make in (ReferencePolicy, RewardFarmPolicy, NullPolicy):

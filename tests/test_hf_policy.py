@@ -10,7 +10,7 @@ from srelib.policies import kv_cache
 from srelib.policies.hf_chat import (HFTransformersChatPolicy, fold_system,
                                      model_access_problem, quantization_config, resolve_dtype)
 from srelib.policies.prompts import SYSTEM_PROMPT
-from srelib.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
+from srelib.training.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
 
 
 @pytest.fixture(scope="session")
@@ -398,7 +398,7 @@ def test_gated_model_access_is_checked_before_loading(hub, tiny_path, monkeypatc
     assert "not found" in model_access_problem("org/typo", token="hf_user", endpoint=hub)
     assert "rejected this Hugging Face token" in model_access_problem(
         "org/open", token="bad", endpoint=hub)
-    from srelib.tiny_model import free_port
+    from srelib.training.tiny_model import free_port
 
     offline = model_access_problem("org/open", endpoint=f"http://127.0.0.1:{free_port()}")
     assert offline.startswith("Could not reach the Hugging Face hub")

@@ -20,7 +20,7 @@ from srelib.policies import call_reset
 from srelib.policies.hijack import HIJACK_POLICIES
 from srelib.policies.reference import ReferencePolicy
 from helpers import SEED_POLICIES, load_seed_policies
-from srelib.validity import (GATE, GATE_METRIC, GATE_POOLS, AlwaysNoChangePolicy,
+from srelib.analysis.validity import (GATE, GATE_METRIC, GATE_POOLS, AlwaysNoChangePolicy,
                              HedgedDeclarationPolicy, format_validity_summary,
                              format_validity_table, gate_cells, play, pool_for, validity_table)
 

@@ -14,8 +14,8 @@ from srelib.env.core import IncidentEnv
 from srelib.env.grading import score_trajectory
 from srelib.policies.reference import ReferencePolicy, phase2_plan
 from srelib.results import Episode, RunStore, count_parse_failures, load_run
-from srelib.rollout import run_episode
-from srelib.validity import NullPolicy
+from srelib.runners.rollout import run_episode
+from srelib.analysis.validity import NullPolicy
 from tests.test_env_fuzz import actions as fuzz_actions
 
 

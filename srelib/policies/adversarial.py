@@ -1,7 +1,7 @@
 """Adversarial policies: shortcuts that try to score without solving the incident.
 
 Each one plays a rule an RL trainer or a careless benchmark user could stumble on. The validity
-gate (:mod:`srelib.validity`) plays them all and requires each to score low; when a new way to
+gate (:mod:`srelib.analysis.validity`) plays them all and requires each to score low; when a new way to
 score without solving is found, it joins this module.
 
 * :class:`RewardProbePolicy` learns the answer from step rewards alone.

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, Dict, Hashable, Protocol, Sequence, runtime_checkable
 
 from srelib.policies.oracle import hand_answer, needs_answer
-from srelib.parse import give_up_action, parse_action, parse_error_action
+from srelib.env.parse import give_up_action, parse_action, parse_error_action
 from srelib.policies.prompts import SYSTEM_PROMPT, Transcript
 
 
@@ -30,7 +30,7 @@ class Policy(Protocol):
 @runtime_checkable
 class BatchPolicy(Protocol):
     """A policy that serves many episodes per call: runners step ``act_batch`` policies in
-    lockstep (:func:`srelib.lockstep.run_lockstep`), one call per step for every running episode.
+    lockstep (:func:`srelib.runners.lockstep.run_lockstep`), one call per step for every running episode.
     ``reset_batch([(seed, task_name), ...])`` is optional."""
 
     def act_batch(self, items: Sequence[Sequence]) -> list[Dict[str, Any]]:

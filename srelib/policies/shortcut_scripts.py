@@ -1,4 +1,4 @@
-"""Scripted shortcut policies for the validity gate (:mod:`srelib.validity`): each plays a fixed
+"""Scripted shortcut policies for the validity gate (:mod:`srelib.analysis.validity`): each plays a fixed
 per-phase list of actions that tries to score without doing the job (an empty handoff, a
 stuffed declaration, no change, the bad commit again, deleting the tests, remediating
 everything). The gate holds each under its bound."""

@@ -155,7 +155,7 @@ def default_model_dir() -> Path:
     be taken."""
     import hashlib
 
-    from srelib.provenance import digest, machine_class
+    from srelib.results.provenance import digest, machine_class
 
     source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     key = digest({"source": source, **machine_class()})
@@ -178,7 +178,7 @@ def tiny_chat_model(path: str | os.PathLike | None = None, *, train_steps: int =
     target = Path(path) if path is not None else default_model_dir()
     if _is_built(target):
         return str(target)
-    from srelib.saving import save_folder
+    from srelib.results.saving import save_folder
 
     if path is not None and (train_steps, vocab_size) == (TRAIN_STEPS, VOCAB_SIZE):
         built = tiny_chat_model()

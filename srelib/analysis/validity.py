@@ -5,7 +5,7 @@ Each gate policy is a plain Policy callable ``(observation, phase, task_name) ->
 training tasks, D for held-out ones), or over the pool named in ``GATE_POOLS``, and checks the
 mean per task of the score (or of the component named in ``GATE_METRIC``) against ``GATE``.
 A policy with ``warmup_seeds`` (a learner) first plays those seeds on each task, unmeasured.
-:func:`format_validity_table` renders the rows as markdown; ``python -m srelib.validity``
+:func:`format_validity_table` renders the rows as markdown; ``python -m srelib.analysis.validity``
 prints the summary table the README shows.
 """
 
@@ -73,7 +73,7 @@ def play(policy, task_name: str, seed: int, pool: str | None = None,
     and no pool, in that mode; returns the score breakdown. A gate policy that raises is a bug
     in the gate: RuntimeError."""
     from srelib.env.core import IncidentEnv
-    from srelib.rollout import run_episode
+    from srelib.runners.rollout import run_episode
 
     if mode is None:
         pool = pool or pool_for(task_name)
@@ -145,10 +145,10 @@ def format_validity_summary(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m srelib.validity [--seeds N] [--full]``: print the summary (or every row)."""
+    """``python -m srelib.analysis.validity [--seeds N] [--full]``: print the summary (or every row)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m srelib.validity", description=(
+    parser = argparse.ArgumentParser(prog="python -m srelib.analysis.validity", description=(
         "Play every validity-gate policy on its tasks and print the summary table."))
     parser.add_argument("--seeds", type=int, default=3, help="seeds per task (0..N-1; default 3)")
     parser.add_argument("--full", action="store_true", help="one row per policy and task")
