@@ -40,7 +40,7 @@ Sweep = dict[str, tuple[int, int, float]]
 def srelib_sweeper(seeds: int) -> Callable[[], Sweep]:
     """A function that runs every config x task x seed once on srelib and times each config."""
     import srelib
-    from srelib.rollout import run_episode
+    from srelib.runners.rollout import run_episode
 
     policies = load_seed_policies()
     env = srelib.IncidentEnv()

@@ -1,10 +1,10 @@
 """Batched local generation: 8 episodes in lockstep with kept KV caches against 8 one at a time.
 
 Every side drives ``HFTransformersChatPolicy`` over the tiny offline Gemma-architecture model
-(``srelib.tiny_model.tiny_chat_model``), greedy, on the same tasks and seeds with the same step
+(``srelib.training.tiny_model.tiny_chat_model``), greedy, on the same tasks and seeds with the same step
 cap. "One at a time" is the seed's way: ``run_episode`` calls the policy once per step, and
 each call encodes the whole conversation again (``kv_cache=False``). "Lockstep" is
-``srelib.lockstep.run_lockstep``: one batched generate per step for every running episode,
+``srelib.runners.lockstep.run_lockstep``: one batched generate per step for every running episode,
 without caches; "lockstep cached" adds the kept KV caches (``kv_cache=True``): each lane
 prefills only what its transcript appended, the system prompt is encoded once. The three run
 interleaved in one process (so a busy machine slows all alike); medians over the repeats and
@@ -29,7 +29,7 @@ TARGET_RATIO = 4.0
 
 def make_policy(model_dir: str | None, max_new_tokens: int, kv_cache: bool):
     from srelib.policies.llm.providers.hf_chat import HFTransformersChatPolicy
-    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.tiny_model import tiny_chat_model
 
     path = tiny_chat_model(model_dir or Path(tempfile.gettempdir()) / "srelib-bench-tiny-model")
     return HFTransformersChatPolicy(path, load_in_4bit=False, torch_dtype="float32",
@@ -39,7 +39,7 @@ def make_policy(model_dir: str | None, max_new_tokens: int, kv_cache: bool):
 
 def jobs_for(episodes: int):
     import srelib
-    from srelib.rollout import EpisodeJob
+    from srelib.runners.rollout import EpisodeJob
 
     return [EpisodeJob("tiny", srelib.TASKS[n % len(srelib.TASKS)], None, "joint", n)
             for n in range(episodes)]
@@ -48,7 +48,7 @@ def jobs_for(episodes: int):
 def one_at_a_time(policy, jobs, max_steps: int) -> tuple[float, int]:
     """(wall seconds, steps) for the jobs run one after another, one generate per step."""
     import srelib
-    from srelib.rollout import run_episode
+    from srelib.runners.rollout import run_episode
 
     start = time.perf_counter()
     steps = 0
@@ -61,7 +61,7 @@ def one_at_a_time(policy, jobs, max_steps: int) -> tuple[float, int]:
 
 def lockstep(policy, jobs, max_steps: int) -> tuple[float, int]:
     """(wall seconds, steps) for the jobs run together, one batched generate per step."""
-    from srelib.lockstep import run_lockstep
+    from srelib.runners.lockstep import run_lockstep
 
     start = time.perf_counter()
     episodes = run_lockstep(policy, jobs, max_steps=max_steps)

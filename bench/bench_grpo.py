@@ -50,7 +50,7 @@ def paired_change(before: dict, after: dict) -> dict:
     the same incidents, with its bootstrap CI (``before`` and ``after``: frames per split)."""
     import pandas as pd
 
-    from srelib.stats import paired_difference
+    from srelib.analysis.stats import paired_difference
 
     change = {}
     for split in SPLITS:

@@ -24,7 +24,7 @@ def run(episodes: int, warmup: int) -> list[Row]:
     if not 0 < warmup < episodes:
         raise ValueError(f"need 0 < warmup < episodes, got warmup={warmup}, episodes={episodes}")
     import srelib
-    from srelib.rollout import run_episode
+    from srelib.runners.rollout import run_episode
 
     policy = load_seed_policies().OracleP1ThenRandomP2Policy(seed=0)
     env = srelib.IncidentEnv()

@@ -1,7 +1,7 @@
 """OpenAI-compatible batching: ``act_batch`` overlapping requests against calls one at a time.
 
 A real ``transformers serve`` on loopback serves the tiny offline Gemma-architecture model
-(``srelib.tiny_model.serve_tiny_model``). The same 8 first-turn observations (8 tasks, seed n)
+(``srelib.training.tiny_model.serve_tiny_model``). The same 8 first-turn observations (8 tasks, seed n)
 go to ``OpenAIChatPolicy`` two ways, interleaved: one ``act_batch`` call with
 ``max_concurrency=8``, and 8 single calls one after another. Reported: medians of the wall
 times, the median of the per-repeat ratios, and the most requests that were in flight at once
@@ -50,7 +50,7 @@ def in_flight(records: list[dict]) -> int:
 def run(lanes: int, repeats: int, max_tokens: int, continuous_batching: bool,
         model_dir: str | None) -> list[Row]:
     from srelib.policies import OpenAIChatPolicy
-    from srelib.tiny_model import TINY_PROMPT_LIMITS, serve_tiny_model
+    from srelib.training.tiny_model import TINY_PROMPT_LIMITS, serve_tiny_model
 
     items = first_turns(lanes)
     args = ("--continuous-batching",) if continuous_batching else ()

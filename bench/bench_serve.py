@@ -60,8 +60,8 @@ def in_process_scores(mix) -> tuple[dict, float]:
 
 
 async def _play(client, job) -> float | None:
-    from srelib.rollout import reset_policy
-    from srelib.server import SreAction, observation_dict
+    from srelib.runners.rollout import reset_policy
+    from srelib.serve.server import SreAction, observation_dict
 
     task, pool, seed = job
     agent = policy()
@@ -79,7 +79,7 @@ def drive(url: str, sessions: int, seconds: float, jobs, expected: dict,
     """``sessions`` clients play episodes from the iterator ``jobs`` for ``seconds`` (or until
     it runs out); episodes in flight at the deadline finish. Counts started, finished, errors
     and wrong scores."""
-    from srelib.remote import SreClient
+    from srelib.serve.remote import SreClient
 
     counts = {"started": 0, "finished": 0, "errors": 0, "wrong_scores": 0}
 
@@ -129,7 +129,7 @@ class ServerProcess:
 
         import requests
 
-        from srelib.tiny_model import free_port
+        from srelib.training.tiny_model import free_port
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

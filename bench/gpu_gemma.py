@@ -4,10 +4,10 @@ No download: the model is built from a Gemma-3-1B text config written out below 
 26 layers, 4 query heads, 1 key/value head, head_dim 256, MLP 6912, vocab 262144, 512-token
 sliding window on five of every six layers), in bf16 on a GPU with native bf16 (compute
 capability 8.0 or newer), else fp32 (``resolve_dtype("auto")``; never fp16). The
-tokenizer is the tiny offline one from ``srelib.tiny_model.tiny_chat_model``; the model's ids are
+tokenizer is the tiny offline one from ``srelib.training.tiny_model.tiny_chat_model``; the model's ids are
 mapped into its vocabulary modulo its size before decoding. For each batch size, that many
 joint episodes run in lockstep through ``HFTransformersChatPolicy.act_batch``
-(``srelib.lockstep.run_lockstep``), once per ``--kv-caches`` setting: kept KV caches
+(``srelib.runners.lockstep.run_lockstep``), once per ``--kv-caches`` setting: kept KV caches
 (``true``: each step prefills only the new turn), re-encoding every prompt (``false``) and
 ``auto`` (the policy's default, which picks one for the device; the row says which), and
 ``static`` on request (re-encoding into a static cache, which ``generate`` compiles on CUDA). A random
@@ -122,8 +122,8 @@ def rollouts(policy, batch_size: int, max_steps: int) -> dict:
     import torch
 
     import srelib
-    from srelib.lockstep import run_lockstep
-    from srelib.rollout import EpisodeJob
+    from srelib.runners.lockstep import run_lockstep
+    from srelib.runners.rollout import EpisodeJob
 
     jobs = [EpisodeJob("gemma3-1b-random", srelib.TASKS[n % len(srelib.TASKS)], None, "joint", n)
             for n in range(batch_size)]
@@ -159,7 +159,7 @@ def bench(tiny: bool, batch_sizes: list[int], kv_caches: list, max_new_tokens: i
     from transformers import AutoTokenizer
 
     from srelib.policies.llm.providers.hf_chat import HFTransformersChatPolicy, resolve_dtype
-    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.tiny_model import tiny_chat_model
 
     started = time.perf_counter()
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -50,7 +50,7 @@ def train(folder: str, four_bit: bool, args, scratch: Path) -> dict:
     what each logged and cost."""
     import torch
 
-    from srelib.rollout import evaluate
+    from srelib.runners.rollout import evaluate
     from srelib.training.grpo import grpo_train
     from srelib.training.lora import load_for_training, lora_policy, lora_warm_start
 
@@ -135,7 +135,7 @@ def save_model(folder: Path, tiny: bool) -> str:
     from transformers import AutoTokenizer
 
     from srelib.policies.llm.providers.hf_chat import resolve_dtype
-    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.tiny_model import tiny_chat_model
     from srelib.training.chat_format import use_tool_format
 
     if not (folder / "config.json").exists():

@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from srelib._lazy import lazy_exports
-
-__version__ = "0.1.0"
+from srelib._version import __version__ as __version__  # re-exported
 
 _EXPORTS = {
     "IncidentEnv": "srelib.env.core",
-    "RemoteEnv": "srelib.remote",
+    "RemoteEnv": "srelib.serve.remote",
     "ActionType": "srelib.env.actions",
     "SERVICES": "srelib.env.actions",
     "FAULT_CLASSES": "srelib.env.actions",
@@ -28,32 +27,32 @@ _EXPORTS = {
     "POOLS": "srelib.env.pools",
     "oracle_belief": "srelib.env.pools",
     "score_trajectory": "srelib.env.grading",
-    "parse_action": "srelib.parse",
+    "parse_action": "srelib.env.parse",
     "EpisodeSpec": "srelib.env.spec",
     "EpisodeRun": "srelib.episode",
     "episode_steps": "srelib.episode",
     "drive": "srelib.episode",
-    "Episode": "srelib.results",
-    "load_run": "srelib.results",
-    "load_episodes": "srelib.results",
-    "load_episode": "srelib.results",
-    "verify_episode": "srelib.verify",
-    "run_episode": "srelib.rollout",
-    "evaluate": "srelib.rollout",
-    "measure_null_context": "srelib.ceiling",
-    "ceiling_table": "srelib.ceiling",
-    "ceiling_episodes": "srelib.ceiling",
-    "summarize_ceiling": "srelib.ceiling",
+    "Episode": "srelib.results.store",
+    "load_run": "srelib.results.runs",
+    "load_episodes": "srelib.results.store",
+    "load_episode": "srelib.results.store",
+    "verify_episode": "srelib.results.verify",
+    "run_episode": "srelib.runners.rollout",
+    "evaluate": "srelib.runners.rollout",
+    "measure_null_context": "srelib.analysis.ceiling",
+    "ceiling_table": "srelib.analysis.ceiling",
+    "ceiling_episodes": "srelib.analysis.ceiling",
+    "summarize_ceiling": "srelib.analysis.ceiling",
     "POLICY_CLASSES": "srelib.policies.registry",
     "scripted_policy": "srelib.policies.registry",
     "build_policy": "srelib.policies.registry",
-    "ablate": "srelib.ablations",
-    "Curriculum": "srelib.curriculum",
+    "ablate": "srelib.analysis.ablations",
+    "Curriculum": "srelib.analysis.curriculum",
 }
 
 if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
     from srelib.env.core import IncidentEnv
-    from srelib.remote import RemoteEnv
+    from srelib.serve.remote import RemoteEnv
     from srelib.env.actions import ActionType, SERVICES, FAULT_CLASSES, ACTION_SPECS
     from srelib.env.belief import BeliefState
     from srelib.env.scenarios import get_scenario, TASKS
@@ -61,16 +60,17 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
     from srelib.env.task_ids import task_card, task_id
     from srelib.env.pools import POOLS, oracle_belief
     from srelib.env.grading import score_trajectory
-    from srelib.parse import parse_action
+    from srelib.env.parse import parse_action
     from srelib.env.spec import EpisodeSpec
     from srelib.episode import EpisodeRun, episode_steps, drive
-    from srelib.results import Episode, load_run, load_episodes, load_episode
-    from srelib.verify import verify_episode
-    from srelib.rollout import run_episode, evaluate
-    from srelib.ceiling import measure_null_context, ceiling_table, ceiling_episodes, summarize_ceiling
+    from srelib.results.store import Episode, load_episodes, load_episode
+    from srelib.results.runs import load_run
+    from srelib.results.verify import verify_episode
+    from srelib.runners.rollout import run_episode, evaluate
+    from srelib.analysis.ceiling import measure_null_context, ceiling_table, ceiling_episodes, summarize_ceiling
     from srelib.policies.registry import POLICY_CLASSES, scripted_policy, build_policy
-    from srelib.ablations import ablate
-    from srelib.curriculum import Curriculum
+    from srelib.analysis.ablations import ablate
+    from srelib.analysis.curriculum import Curriculum
 
 __all__ = sorted(_EXPORTS)
 

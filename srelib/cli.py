@@ -247,7 +247,7 @@ def _cmd_agent_path(args) -> int:
 
 
 def _cmd_agent_measure(args) -> int:
-    from srelib.stats import to_markdown
+    from srelib.analysis.stats import to_markdown
     from srelib.training.agent import (HELD_OUT_SEEDS, agent_policy, default_agent_dir,
                                        find_agent, measure_agent)
 
@@ -265,7 +265,7 @@ def _cmd_agent_measure(args) -> int:
 
 
 def _cmd_serve(args) -> int:
-    from srelib.server import serve
+    from srelib.serve.server import serve
 
     _check_listen(args.host, args.port)
     serve(args.host, args.port, max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
@@ -290,14 +290,14 @@ def _check_listen(host: str, port: int) -> None:
 
 def _cmd_tasks(args) -> int:
     if args.suite == "generated":
-        from srelib.suite_tables import print_generated
+        from srelib.analysis.suite_tables import print_generated
 
         print_generated()
         return 0
 
     from srelib.env.pools import POOLS
     from srelib.env.scenarios import TASKS, get_scenario
-    from srelib.stats import markdown_table
+    from srelib.analysis.stats import markdown_table
 
     tasks = [[t, s.severity, s.heldout, s.repo, ",".join(p for p in POOLS if t in POOLS[p].tasks),
               s.title] for t, s in ((t, get_scenario(t)) for t in TASKS)]
@@ -322,7 +322,7 @@ def _cmd_tasks_check(args) -> int:
 
 
 def _cmd_tasks_audit(args) -> int:
-    from srelib.tell_audit import audit, failures, format_audit
+    from srelib.analysis.tell_audit import audit, failures, format_audit
 
     rows = audit(args.suite)
     print(format_audit(rows, only_failures=args.failures))
@@ -333,7 +333,7 @@ def _cmd_tasks_audit(args) -> int:
 
 
 def _cmd_eval(args) -> int:
-    from srelib.rollout import evaluate
+    from srelib.runners.rollout import evaluate
 
     policies = {name: scripted_policy(name) for name in dict.fromkeys(args.policy)}
     output_dir(args.out, "--out", create=False)  # evaluate creates it once the grid is valid
@@ -346,14 +346,15 @@ def _cmd_eval(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from srelib.results import load_run, run_directory
+    from srelib.results.runs import load_run
+    from srelib.results.store import run_directory
 
     frame = load_run(args.run_dir)
     if frame.empty:
         raise ValueError(f"{args.run_dir} holds no episodes yet")
     _print_summary(frame)
     if args.compare:
-        from srelib.stats import paired_difference, to_markdown
+        from srelib.analysis.stats import paired_difference, to_markdown
 
         names = args.compare.split(",")
         if len(names) != 2:
@@ -368,10 +369,10 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from srelib.ceiling import ceiling_episodes, suite_ladder, summarize_ceiling, summarize_ladder
-    from srelib.plots import ceiling_gap, localisation_vs_score, repair_ladder
-    from srelib.rollout import evaluate
-    from srelib.stats import to_markdown
+    from srelib.analysis.ceiling import ceiling_episodes, suite_ladder, summarize_ceiling, summarize_ladder
+    from srelib.plots.frames import ceiling_gap, localisation_vs_score, repair_ladder
+    from srelib.runners.rollout import evaluate
+    from srelib.analysis.stats import to_markdown
 
     out = output_dir(args.out, "--out")
     start = time.perf_counter()
@@ -416,7 +417,7 @@ def _cmd_demo(args) -> int:
 
 def _ladder_cells(steps):
     """One row per suite and policy: episodes, repaired in full and repair as "mean [CI]"."""
-    from srelib.stats import format_ci
+    from srelib.analysis.stats import format_ci
 
     return steps.assign(
         policy=[p.replace("rung:", "rung ") for p in steps.policy],
@@ -428,7 +429,7 @@ def _ladder_cells(steps):
 
 def _ceiling_markdown(ceiling_md: str, ladder_md: str, steps) -> str:
     """results/ceiling.md: the per-task ceiling, the ladder, the no-answer baseline's rate."""
-    from srelib.stats import format_ci
+    from srelib.analysis.stats import format_ci
 
     baseline = steps[steps.policy == "rung:belief"]
     rates = "; ".join(f"{row.suite} {format_ci(row.full, row.full_low, row.full_high)} "
@@ -453,7 +454,7 @@ def _ceiling_markdown(ceiling_md: str, ladder_md: str, steps) -> str:
 
 def _ceiling_cells(table):
     """One row per task: repair under each handoff and each gap to oracle, as "mean [CI]"."""
-    from srelib.stats import format_ci
+    from srelib.analysis.stats import format_ci
 
     cells = table.assign(repair_cell=[format_ci(*v) for v in
                                       zip(table.repair, table.ci_low, table.ci_high)],
@@ -470,7 +471,7 @@ def _ceiling_cells(table):
 
 
 def _print_summary(frame, policies: Sequence[str] | None = None) -> str:
-    from srelib.stats import summary_table, to_markdown
+    from srelib.analysis.stats import summary_table, to_markdown
 
     table = summary_table(frame)
     text = to_markdown(table if policies is None else table[list(policies)])

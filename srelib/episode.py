@@ -1,8 +1,8 @@
 """The one episode loop: an :class:`EpisodeSpec` resolved up front, and the stepping generator
 :func:`episode_steps` that every runner drives.
 
-``run_episode`` and the lockstep batches (:mod:`srelib.rollout`), the validity gate, the
-widgets' stepper and the replay of stored episodes (:mod:`srelib.verify`) all step an
+``run_episode`` and the lockstep batches (:mod:`srelib.runners.rollout`), the validity gate, the
+widgets' stepper and the replay of stored episodes (:mod:`srelib.results.verify`) all step an
 environment through :func:`episode_steps`, so they agree on when an episode ends and how a
 failure is recorded::
 

@@ -16,21 +16,21 @@ from srelib.env.actions import SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.scripted.revert import reverse_diff
-from srelib.shortcuts import (Evidence, initial_release_service, last_summary_service, newest_commit,
+from srelib.analysis.shortcuts import (Evidence, initial_release_service, last_summary_service, newest_commit,
                               newest_deploy_service, off_stock_note_service, reported_fault,
                               third_oldest_commit, unchanged_elsewhere_commit)
-from srelib.tell_audit import mask
+from srelib.analysis.tell_audit import mask
 
 MEAN_BAR, TASK_BAR, NO_FAULT_TASK_BAR, OVER_SHARE = 0.2, 0.35, 0.6, 0.10
 
 
 def _or_newest(rule):
-    """``rule`` (a :mod:`srelib.shortcuts` culprit rule), else the service deployed last."""
+    """``rule`` (a :mod:`srelib.analysis.shortcuts` culprit rule), else the service deployed last."""
     return lambda ev: rule(ev) or newest_deploy_service(ev)
 
 
 def _or_head(rule):
-    """``rule`` (a :mod:`srelib.shortcuts` bad-commit rule), else the newest commit."""
+    """``rule`` (a :mod:`srelib.analysis.shortcuts` bad-commit rule), else the newest commit."""
     return lambda ev: rule(ev) or newest_commit(ev)
 
 
@@ -40,7 +40,7 @@ def looks_reported(ev: Evidence) -> bool:
 
 class FieldCheater:
     """A policy made of one culprit rule, one commit rule (both over a
-    :class:`srelib.shortcuts.Evidence` of what it saw), an optional fault-class table and an
+    :class:`srelib.analysis.shortcuts.Evidence` of what it saw), an optional fault-class table and an
     optional no-fault rule (see the module doc)."""
 
     def __init__(self, name: str, culprit=newest_deploy_service, commit=_or_head(third_oldest_commit),
@@ -199,7 +199,7 @@ def pool_means(make_policy, suite: str, per_pool: int | None = None, seeds=(0,))
     """``{pool: {"mean", "over", "tasks", "ok"}}`` of the policy ``make_policy(task)`` builds for
     each task, per pool of ``suite`` (``over``: share of tasks above the per-task bar)."""
     from srelib.env.scenarios import get_scenario
-    from srelib.validity import play
+    from srelib.analysis.validity import play
 
     out = {}
     for pool, rows in pool_cells(suite, per_pool).items():

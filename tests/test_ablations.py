@@ -5,11 +5,11 @@ import functools
 import pytest
 
 import srelib
-from srelib.ablations import (Condition, ablate, compare, credit_experiment, heldout_experiment,
+from srelib.analysis.ablations import (Condition, ablate, compare, credit_experiment, heldout_experiment,
                               oracle_phase1_experiment, stopping_experiment)
 from srelib.policies import CompositePolicy, NullPhase1Policy, ReferencePolicy, RevertPhase2Policy
 from srelib.policies.scripted.stopping import ThresholdStopPhase1Policy, _stop_then
-from srelib.stats import bootstrap_mean_difference
+from srelib.analysis.stats import bootstrap_mean_difference
 
 
 def test_stopping_conditions_differ_in_when_they_stop_and_in_score():

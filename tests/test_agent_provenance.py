@@ -6,7 +6,7 @@ import json
 import pytest
 
 from srelib.training import agent as agent_module
-from srelib import provenance
+from srelib.results import provenance
 
 
 def test_the_key_changes_with_the_code_the_options_and_the_machine_class(tmp_path, monkeypatch):
@@ -89,7 +89,7 @@ def test_make_agents_command_trains_nothing_when_the_agent_is_saved(tmp_path, mo
 
 
 def test_a_folder_another_process_saved_first_is_kept(tmp_path):
-    from srelib.saving import save_folder
+    from srelib.results.saving import save_folder
 
     target = tmp_path / "model"
 
@@ -104,7 +104,7 @@ def test_a_folder_another_process_saved_first_is_kept(tmp_path):
 
 
 def test_the_tiny_models_folder_is_keyed_by_its_code_and_machine_class(monkeypatch):
-    from srelib import tiny_model
+    from srelib.training import tiny_model
 
     base = tiny_model.default_model_dir()
     assert base.name.startswith("srelib-tiny-chat-model-")

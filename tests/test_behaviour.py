@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import srelib
-from srelib import behaviour
+from srelib.analysis import behaviour
 from srelib.policies import CompositePolicy, HeuristicPhase1Policy, RevertPhase2Policy
 from srelib.results import Episode
 
@@ -81,7 +81,7 @@ def test_every_metric_has_a_plot(episodes):
     import matplotlib
 
     matplotlib.use("Agg")
-    from srelib import behaviour_plots as plots
+    from srelib.plots import behaviour as plots
 
     frame = srelib.results.frame_from_episodes(episodes)
     breadth = behaviour.search_breadth(episodes)

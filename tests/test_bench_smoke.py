@@ -172,6 +172,6 @@ def test_notebook_bench_times_what_make_test_runs():
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.tiny_model import tiny_chat_model
 
     return Path(tiny_chat_model(tmp_path_factory.mktemp("tiny") / "model"))

@@ -331,7 +331,7 @@ def _report():
 
 
 def test_generated_tables_count_families_services_splits_and_rejections():
-    from srelib.suite_tables import generated_tables
+    from srelib.analysis.suite_tables import generated_tables
 
     tables = generated_tables(_report())
     families = tables["families"].set_index("family")
@@ -345,7 +345,7 @@ def test_generated_tables_count_families_services_splits_and_rejections():
 
 
 def test_family_sample_takes_a_few_tasks_of_each_family_and_split_reproducibly():
-    from srelib.suite_tables import family_sample
+    from srelib.analysis.suite_tables import family_sample
 
     report = _report()
     sample = family_sample(2, report=report)
@@ -358,7 +358,7 @@ def test_family_sample_takes_a_few_tasks_of_each_family_and_split_reproducibly()
 def test_family_scores_summarise_each_family_and_split_per_policy():
     import pandas as pd
 
-    from srelib.suite_tables import family_scores
+    from srelib.analysis.suite_tables import family_scores
 
     report = _report()
     rows = [{"policy": p, "task": t, "final": score}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from srelib.curriculum import Curriculum, VarianceGate
+from srelib.analysis.curriculum import Curriculum, VarianceGate
 from srelib.policies import NullPhase1Policy, ReferencePolicy
 
 GATE = VarianceGate(window=3, max_std=0.05, min_samples=2)

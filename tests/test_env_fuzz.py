@@ -243,7 +243,7 @@ def test_issue_probes_are_invalid_actions_not_exceptions(name):
     assert len(json.dumps(record)) < 2_000_000
     if not info["valid"]:
         assert info["error"] and obs["action_result"]["valid_actions_hint"]
-    replay = srelib.IncidentEnv()  # the record replays as it ran (srelib.verify relies on it)
+    replay = srelib.IncidentEnv()  # the record replays as it ran (srelib.results.verify relies on it)
     replay.reset(task="memory_leak", pool="C", seed=1)
     replay.step(json.loads(json.dumps(record["action"])))
     assert {k: replay.trajectory[0][k] for k in ("valid", "reward", "statuses")} == \

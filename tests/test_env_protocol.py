@@ -210,7 +210,7 @@ def test_the_return_of_every_episode_is_its_score_so_farming_loses():
     from srelib.adversarial.cunning import RewardFarmPolicy
     from srelib.policies.scripted.reference import ReferencePolicy
     from srelib.adversarial.blunt import NullPolicy
-    from srelib.validity import pool_for
+    from srelib.analysis.validity import pool_for
 
     returns = {}
     for make in (ReferencePolicy, RewardFarmPolicy, NullPolicy):

@@ -1,8 +1,8 @@
-"""srelib.estimates: the memory and time notebook 05 announces before loading a model."""
+"""srelib.analysis.estimates: the memory and time notebook 05 announces before loading a model."""
 
 import pytest
 
-from srelib.estimates import GPUS, MODELS, estimate_run, gpu_class
+from srelib.analysis.estimates import GPUS, MODELS, estimate_run, gpu_class
 
 GEMMA_1B, GEMMA_4B = MODELS["google/gemma-3-1b-it"], MODELS["google/gemma-3-4b-it"]
 RUN = dict(episodes=16, batch_size=16, steps=20, prompt_tokens=8000, turn_tokens=2000,

@@ -9,7 +9,7 @@ import pytest
 
 import srelib
 from srelib.policies.registry import build_policy
-from srelib.rollout import RayExecutor
+from srelib.runners.rollout import RayExecutor
 
 GRID = dict(tasks=["memory_leak", "cascading_failure"], pools=["A", "C"], seeds=2,
             progress=False)

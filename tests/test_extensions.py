@@ -40,7 +40,7 @@ FAMILY = Family(
 GATE_POLICY = '''
 """A cheater for the extension test: it plays the answer key, so admission must reject it."""
 
-from srelib.gate import register
+from srelib.analysis.gate import register
 from srelib.policies.scripted.reference import ReferencePolicy
 
 
@@ -86,12 +86,12 @@ import pytest
 import srelib
 from srelib.env.core import IncidentEnv
 from srelib.env.taskgen import FAMILIES, candidates
-from srelib.admission import admission_policies, gate_reasons
-from srelib.gate import rules
+from srelib.analysis.admission import admission_policies, gate_reasons
+from srelib.analysis.gate import rules
 from srelib.policies.llm.providers import providers
 from srelib.policies.registry import policy_factory
 from srelib.policies.scripted.reference import ReferencePolicy
-from srelib.rollout import run_episode
+from srelib.runners.play import run_episode
 
 out = {"srelib": srelib.__file__}
 ids = [t for t, c in candidates().items() if c.family == "thread_leak"]
@@ -151,7 +151,7 @@ def test_one_new_file_adds_a_family_a_gate_policy_and_a_provider(tmp_path):
 
 
 def test_the_registries_name_what_is_valid_on_bad_input():
-    from srelib.gate import GateRule
+    from srelib.analysis.gate import GateRule
     from srelib.policies.llm.providers import provider_class
     from srelib.policies.registry import policy_factory
 

@@ -22,7 +22,7 @@ from srelib.policies.base import handoff_action, make_action
 from srelib.policies.scripted.baselines import RandomPhase2Policy
 from srelib.policies.scripted.reference import ReferencePolicy
 from srelib.results import EPISODES_FILE, RUN_FILE, UNVERIFIABLE, Episode, count_parse_failures
-from srelib.rollout import evaluate
+from srelib.runners.rollout import evaluate
 
 TRAIN, HELDOUT = "memory_leak", "heldout_aliased_severity"
 

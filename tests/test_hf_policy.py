@@ -10,7 +10,7 @@ from srelib.policies.llm import kv_cache
 from srelib.policies.llm.providers.hf_chat import (HFTransformersChatPolicy, fold_system,
                                      model_access_problem, quantization_config, resolve_dtype)
 from srelib.policies.llm.prompts import SYSTEM_PROMPT
-from srelib.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
+from srelib.training.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +42,15 @@ def test_tiny_model_is_small_gemma_and_cached(tiny_path):
     stamp = (Path(tiny_path) / "model.safetensors").stat().st_mtime_ns
     assert tiny_chat_model(tiny_path) == tiny_path
     assert (Path(tiny_path) / "model.safetensors").stat().st_mtime_ns == stamp
+
+
+def test_a_tiny_model_asked_for_elsewhere_is_a_copy_of_the_one_build(tiny_path, tmp_path):
+    from srelib.tiny_model import default_model_dir
+
+    again = Path(tiny_chat_model(tmp_path / "elsewhere"))
+    for name in ("model.safetensors", "tokenizer.json", "config.json"):
+        built = (default_model_dir() / name).read_bytes()
+        assert (again / name).read_bytes() == built == (Path(tiny_path) / name).read_bytes()
 
 
 def test_template_rejects_system_role_and_policy_folds_it(greedy):
@@ -389,7 +398,7 @@ def test_gated_model_access_is_checked_before_loading(hub, tiny_path, monkeypatc
     assert "not found" in model_access_problem("org/typo", token="hf_user", endpoint=hub)
     assert "rejected this Hugging Face token" in model_access_problem(
         "org/open", token="bad", endpoint=hub)
-    from srelib.tiny_model import free_port
+    from srelib.training.tiny_model import free_port
 
     offline = model_access_problem("org/open", endpoint=f"http://127.0.0.1:{free_port()}")
     assert offline.startswith("Could not reach the Hugging Face hub")

@@ -17,8 +17,8 @@ import srelib
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.taskgen import FAMILIES
 from srelib.policies.base import make_action
-from srelib.rollout import run_episode
-from srelib.suite_tables import family_sample
+from srelib.runners.rollout import run_episode
+from srelib.analysis.suite_tables import family_sample
 
 
 def _tasks() -> list[str]:

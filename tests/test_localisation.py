@@ -3,7 +3,7 @@ a3f7c91, bad file orders/handlers/batch.py with BatchProcessor.flush at lines 59
 
 import pytest
 
-from srelib.localisation import LOCALISATION_COLUMNS, localisation, partial_repair, touched_lines
+from srelib.results.localisation import LOCALISATION_COLUMNS, localisation, partial_repair, touched_lines
 from srelib.results import COLUMNS, Episode
 
 TASK = "memory_leak"

@@ -160,7 +160,7 @@ def test_a_server_without_a_system_role_is_learnt_once():
 
 
 def test_dead_endpoint_gives_feedback_then_gives_up():
-    from srelib.tiny_model import free_port
+    from srelib.training.tiny_model import free_port
 
     policy = OpenAIChatPolicy("m", base_url=f"http://127.0.0.1:{free_port()}/v1", api_key=SECRET,
                               max_retries=1, backoff=0.01, timeout=2, max_failures=2)
@@ -245,7 +245,7 @@ def test_settings_come_from_the_environment(monkeypatch):
 
 @pytest.fixture(scope="module")
 def served_tiny_model(tmp_path_factory):
-    from srelib.tiny_model import serve_tiny_model
+    from srelib.training.tiny_model import serve_tiny_model
 
     with serve_tiny_model(tmp_path_factory.getbasetemp() / "tiny_chat_model") as served:
         yield served.base_url, served.model
@@ -282,7 +282,7 @@ def test_full_episodes_against_transformers_serve(served_tiny_model, tools):
 def test_served_model_stops_with_its_block(tmp_path_factory):
     import socket
 
-    from srelib.tiny_model import serve_tiny_model
+    from srelib.training.tiny_model import serve_tiny_model
 
     with serve_tiny_model(tmp_path_factory.getbasetemp() / "tiny_chat_model") as served:
         host, port = served.base_url.split("//")[1].split("/")[0].split(":")

@@ -49,7 +49,7 @@ def test_openenv_validate_static_passes(tmp_path):
 def test_the_manifest_declares_what_the_code_does():
     manifest = yaml.safe_load((ROOT / "openenv.yaml").read_text())
     assert (manifest["name"], manifest["version"]) == ("srelib", srelib.__version__)
-    assert manifest["app"] == "srelib.server:app"
+    assert manifest["app"] == "srelib.serve.server:app"
     validation = manifest["validation"]
     assert tuple(validation["reward"]["range"]) == REWARD_RANGE
     assert validation["capabilities"]["declared_tools"] == list(ACTION_NAMES)
@@ -58,7 +58,7 @@ def test_the_manifest_declares_what_the_code_does():
 def test_metadata_names_srelib_with_its_schemas_and_reward_range():
     from fastapi.testclient import TestClient
 
-    from srelib.server import SreAction, SreObservation, build_app
+    from srelib.serve.server import SreAction, SreObservation, build_app
 
     with TestClient(build_app()) as client:
         data = client.get("/metadata").json()

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import srelib.parse as parse_module
+import srelib.env.parse as parse_module
 from srelib import parse_action
 from srelib.env.actions import ACTION_NAMES, GIVE_UP, PARSE_ERROR, SERVICES
-from srelib.parse import _parse_action_json, give_up_action, parse_error_action
+from srelib.env.parse import _parse_action_json, give_up_action, parse_error_action
 
 PHASE1 = (["view_alerts"]
           + [f"{a}:{s}" for a in ("query_logs", "check_metrics", "check_dependencies",

@@ -9,8 +9,8 @@ from srelib import plots
 from srelib.policies.registry import scripted_policy
 from srelib.env.grading import WEIGHTS
 from srelib.policies import RevertPhase2Policy
-from srelib.ceiling import ceiling_table
-from srelib.rollout import evaluate
+from srelib.analysis.ceiling import ceiling_table
+from srelib.runners.rollout import evaluate
 
 TASKS = ["memory_leak", "cascading_failure", "circuit_breaker_noop"]
 POLICIES = ["heuristic-revert", "oracle-random", "random"]
@@ -185,7 +185,7 @@ def test_localisation_plot_has_one_point_per_episode_and_a_colour_per_policy(fra
 
 
 def test_repair_ladder_plot_has_a_bar_per_rung_and_a_line_per_policy():
-    from srelib.ceiling import ladder_episodes, summarize_ladder
+    from srelib.analysis.ceiling import ladder_episodes, summarize_ladder
 
     table = summarize_ladder(ladder_episodes(["memory_leak", "circuit_breaker_noop"], seeds=1,
                                              real={"revert": RevertPhase2Policy}))

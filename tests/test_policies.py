@@ -14,7 +14,7 @@ from srelib.policies import (CompositePolicy, HeuristicPhase1Policy, NullPhase1P
                              call_reset)
 from srelib.policies.llm.prompts import CUT_MARK, SYSTEM_PROMPT, Transcript, cut_middle, render_observation
 from srelib.policies.scripted.revert import reverse_diff
-from srelib.validity import pool_for as joint_pool
+from srelib.analysis.validity import pool_for as joint_pool
 
 TASKS = list(srelib.TASKS)
 

@@ -29,6 +29,34 @@ def test_every_export_loads():
         assert getattr(srelib, name) is getattr(importlib.import_module(module), name)
 
 
+def _public_names(module: str) -> set[str]:
+    """The public names ``module`` defines itself (not those it imports)."""
+    tree = ast.parse(Path(importlib.import_module(module).__file__).read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_packages_that_replaced_a_module_export_all_it_had():
+    """srelib.results, srelib.plots and srelib.widgets were modules: as packages they load each
+    public name of the module that took their content (``srelib.results.load_run`` moved on to
+    ``srelib.results.runs``)."""
+    for package, module in (("srelib.results", "srelib.results.store"),
+                            ("srelib.plots", "srelib.plots.frames"),
+                            ("srelib.widgets", "srelib.widgets.viewers")):
+        exports = importlib.import_module(package)._EXPORTS
+        assert _public_names(module) <= {n for n, m in exports.items() if m == module}, package
+        for name, source in exports.items():
+            assert getattr(importlib.import_module(package), name) is \
+                getattr(importlib.import_module(source), name)
+    assert srelib.results.load_run is srelib.load_run
+
+
 def test_notebooks_import_no_cli_internals_or_private_names():
     imports = re.compile(r"^\s*from (srelib[\w.]*) import (.+)$", re.M)
     for source in sorted((ROOT / "notebooks" / "src").glob("*.py")):

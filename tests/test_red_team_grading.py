@@ -19,7 +19,7 @@ from srelib.env.scenarios import get_scenario
 from srelib.policies.base import make_action
 from srelib.adversarial.guessing import BlindConstantPolicy, KeywordSoupPolicy, constant_answer, fault_vocabulary
 from srelib.adversarial.hijack import HIJACK_POLICIES, REPLAY_KINDS, recorded_observations, replay_hijack_patch
-from srelib.validity import play
+from srelib.analysis.validity import play
 
 POOL_SPLIT = {"A": "train", "B": "train", "C": "train", "D": "heldout"}
 GENERATED_SAMPLE = 12  # generated tasks per pool for the slower (grading) checks

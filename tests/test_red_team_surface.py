@@ -1,7 +1,7 @@
 """The surface red team (issue 28, requirement 10): policies that read one field of the page,
 the deploy histories or the git log, or learn such fields' templates from the train tasks,
 stay under the bar in every pool of both suites: a mean of at most 0.2, and at most 10% of the
-tasks over 0.35 (0.6 on no-fault tasks). The rules are those of :mod:`srelib.shortcuts`, whose
+tasks over 0.35 (0.6 on no-fault tasks). The rules are those of :mod:`srelib.analysis.shortcuts`, whose
 hit rates its own tests hold under their ceiling."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from red_team_surface import TemplateLearner, pool_means, single_field_cheaters
 
 from srelib.env.pools import TRAIN_TASKS
-from srelib.tell_audit import classic_surfaces, surface
+from srelib.analysis.tell_audit import classic_surfaces, surface
 
 #: Generated tasks played per pool (train tasks in A-C, held-out in D), one seed each: enough
 #: that one task over the bar is under the 10% share the bar allows.

@@ -1,10 +1,10 @@
-"""HTML rendering of observations, action results, scores and episodes (srelib.render)."""
+"""HTML rendering of observations, action results, scores and episodes (srelib.widgets.render)."""
 
 from __future__ import annotations
 
 import re
 
-from srelib import render
+from srelib.widgets import render
 from srelib.env.actions import SERVICES
 
 STATUSES = dict(zip(SERVICES, ["degraded", "healthy", "down", "healthy", "healthy", "healthy",

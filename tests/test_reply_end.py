@@ -2,10 +2,10 @@
 
 import pytest
 
-from srelib.parse import parse_action
+from srelib.env.parse import parse_action
 from srelib.policies.llm.providers.hf_chat import HFTransformersChatPolicy, resolve_kv_cache
 from srelib.policies.llm.reply_end import token_effects
-from srelib.tiny_model import tiny_chat_model
+from srelib.training.tiny_model import tiny_chat_model
 
 ACTION = '{"action_type": "query_logs", "target_service": "auth", "parameters": {"q": "a}{\\"b"}}'
 #: After the action: text a reply ran on with, a second object included.

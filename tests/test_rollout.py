@@ -13,8 +13,8 @@ from srelib.env.actions import PARSE_ERROR, ActionType
 from srelib.policies import (NullPhase1Policy, OracleP1ThenRandomP2Policy, RandomPhase2Policy,
                              RevertPhase2Policy)
 from srelib.results import COLUMNS, load_episodes, load_run
-from srelib.ceiling import ceiling_table, measure_null_context
-from srelib.rollout import evaluate, run_episode
+from srelib.analysis.ceiling import ceiling_table, measure_null_context
+from srelib.runners.rollout import evaluate, run_episode
 
 TIMING = ["wall_s", "latency_s"]
 GRID = {"tasks": ["memory_leak", "circuit_breaker_noop", "info_ordering"], "pools": ["B", "C"],

@@ -51,9 +51,9 @@ def test_two_processes_filling_one_grid_store_each_episode_once(tmp_path):
 PARENT = """
     import os, sys, time
     import srelib
-    import srelib.workers
+    import srelib.runners.workers
 
-    srelib.workers.exit_with_parent.__kwdefaults__["use_prctl"] = sys.argv[2] == "prctl"
+    srelib.runners.workers.exit_with_parent.__kwdefaults__["use_prctl"] = sys.argv[2] == "prctl"
 
     class Slow:
         def __call__(self, observation, phase, task_name):

@@ -75,7 +75,7 @@ def test_model_json_naming_code_or_hostile_sizes_is_refused_before_any_loading(t
 
 def test_a_real_saved_agent_loads_and_acts_without_running_code_from_its_folder(tmp_path):
     from srelib.policies import HFTransformersChatPolicy
-    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.tiny_model import tiny_chat_model
 
     folder = Path(tiny_chat_model(tmp_path / "agent", train_steps=0, vocab_size=300))
     marker = _plant(folder)

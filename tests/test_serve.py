@@ -22,10 +22,10 @@ from websockets.sync.client import connect  # noqa: E402
 import srelib  # noqa: E402
 from srelib.policies.registry import build_policy  # noqa: E402
 from srelib.env.actions import ACTION_SPECS, ActionType  # noqa: E402
-from srelib.remote import RemoteEnv, SreClient  # noqa: E402
-from srelib.rollout import reset_policy  # noqa: E402
-from srelib.server import SreAction, observation_dict, running  # noqa: E402
-from srelib.tiny_model import free_port  # noqa: E402
+from srelib.serve.remote import RemoteEnv, SreClient  # noqa: E402
+from srelib.runners.rollout import reset_policy  # noqa: E402
+from srelib.serve.server import SreAction, observation_dict, running  # noqa: E402
+from srelib.training.tiny_model import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: (task, pool, seed) of the concurrent sessions: every pool, train and held-out tasks.
@@ -128,7 +128,7 @@ def test_run_episode_and_evaluate_on_a_remote_env(url):
 
 
 def test_ablate_on_a_remote_env(url):
-    from srelib.ablations import ablate
+    from srelib.analysis.ablations import ablate
 
     conditions = {"heuristic": policy,
                   "null": lambda: build_policy("NullPhase1Policy", "RevertPhase2Policy")}
@@ -340,7 +340,7 @@ def test_schema_is_generated_from_the_vocabulary_and_openenv_validates_it(url):
 def test_manifest_names_the_app():
     yaml = pytest.importorskip("yaml")
     manifest = yaml.safe_load((ROOT / "openenv.yaml").read_text())
-    assert manifest["runtime"] == "fastapi" and manifest["app"] == "srelib.server:app"
+    assert manifest["runtime"] == "fastapi" and manifest["app"] == "srelib.serve.server:app"
     module, attribute = manifest["app"].split(":")
     app = getattr(__import__(module, fromlist=[attribute]), attribute)
     assert any(getattr(route, "path", None) == "/ws" for route in app.routes)
@@ -402,7 +402,7 @@ def test_the_bench_server_keeps_serving_when_its_log_outgrows_a_pipe():
 
 def test_without_openenv_the_error_names_the_extra():
     code = ("import sys; sys.modules['openenv'] = None\n"
-            "try:\n    import srelib.remote\nexcept ModuleNotFoundError as exc:\n"
+            "try:\n    import srelib.serve.remote\nexcept ModuleNotFoundError as exc:\n"
             "    print(exc)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
@@ -562,7 +562,7 @@ def test_by_default_one_client_holds_a_quarter_of_the_sessions():
 
 
 def test_the_guard_forgets_hosts_whose_websockets_closed():
-    from srelib.server_guard import Clients, Guard
+    from srelib.serve.guard import Clients, Guard
 
     async def app(scope, receive, send):
         host = scope["client"][0]

@@ -8,7 +8,7 @@ import pytest
 from srelib.env.pools import HELDOUT_TASKS, TRAIN_TASKS
 from srelib.env.repos import load_repo
 from srelib.env.scenarios import TASKS, get_scenario
-from srelib.shortcuts import (MAX_HIT_RATE, RULES, TARGETS, format_rule_table, gather, is_hit,
+from srelib.analysis.shortcuts import (MAX_HIT_RATE, RULES, TARGETS, format_rule_table, gather, is_hit,
                               newest_tagged_commit, shortcut_rule_table)
 
 

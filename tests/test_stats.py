@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from srelib import stats
+from srelib.analysis import stats
 
 
 def test_bootstrap_ci_covers_a_known_mean_about_95_percent_of_the_time():

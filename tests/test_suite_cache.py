@@ -1,6 +1,7 @@
 """The generated-suite cache is verified, not trusted: an entry is used only if this user alone
 may write it and its digest is the packaged one; otherwise it is regenerated, with a warning,
-and a tampered cache changes no grade and no split."""
+and a tampered cache changes no grade and no split. The suite itself is read from the packaged
+file only, and a stale or edited file is refused."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def cached(tmp_path, monkeypatch):
 
 
 def test_the_packaged_digests_are_this_generators(cached):
-    """Run ``python -m srelib.env.taskgen`` when the generator changes; what it generates here
+    """Run ``python -m srelib.analysis.suite_build`` when the generator changes; what it generates here
     must be what the digests say, or the cache would never be used."""
     assert cache._packaged() is not None, f"{cache.DIGEST_FILE} is for another generator"
     assert cache._WRITTEN[ENTRY] == cache._packaged()[ENTRY]
@@ -60,18 +61,20 @@ def test_tampered_tests_are_regenerated_and_a_comment_only_patch_still_scores_no
     assert json.loads(path.read_text()) == entry, "the entry is rebuilt"
 
 
-def test_a_tampered_suite_is_regenerated_not_read(cached, monkeypatch):
-    """suite.json moving a held-out task into train is refused; the suite is generated afresh."""
-    forged = {"candidates": 1, "rejected": {}, "tasks": {TASK: {
-        "family": "memory_leak", "service": "orders", "site": "cart_lru", "split": "train"}}}
-    path = cache.cache_dir() / "suite.json"
-    path.write_text(json.dumps(forged, sort_keys=True))
-    fresh = suite.SuiteReport(candidates=0)
-    monkeypatch.setattr(suite, "SUITE_FILE", path.with_name("no-packaged-suite.json"))
+@pytest.mark.parametrize("body, why", [(None, "cannot be read"),
+                                       ({"generator": "0-stale"}, "generator '0-stale', not")],
+                         ids=["missing", "another generator's"])
+def test_a_missing_or_stale_suite_file_is_refused_naming_the_rebuild(tmp_path, monkeypatch, body, why):
+    """The environment never admits tasks itself: without this generator's file it says how to
+    build one."""
+    path = tmp_path / "suite.json"
+    if body is not None:
+        path.write_text(json.dumps(body))
+    monkeypatch.setattr(suite, "SUITE_FILE", path)
     monkeypatch.setattr(suite, "_MEMO", [])
-    monkeypatch.setattr(suite, "generate", lambda: fresh)
-    with pytest.warns(UserWarning, match="tampered"):
-        assert suite.generated_suite() is fresh
+    with pytest.raises(ValueError, match=why) as refused:
+        suite.generated_suite()
+    assert suite.REBUILD in str(refused.value)
 
 
 def _owned_by_another_user(path: Path) -> None:
@@ -105,14 +108,17 @@ def test_the_cache_is_created_private(cached):
 def test_the_packaged_suite_file_is_the_suite_and_a_hand_edit_is_refused(tmp_path, monkeypatch):
     """The suite is an artefact: ``suite.json`` in the package holds the cards; editing a card
     without regenerating breaks its digest."""
+    from srelib.analysis import suite_build
+
     body = json.loads(suite.SUITE_FILE.read_text())
-    assert body["generator"] == cache.generator_key(), "run python -m srelib.env.taskgen"
+    assert (body["generator"], body["gate"]) == (cache.generator_key(), suite_build.gate_key()), \
+        f"run {suite.REBUILD}"
     monkeypatch.setattr(suite, "_MEMO", [])
     report = suite.generated_suite()
     assert sorted(report.tasks) == sorted(body["tasks"]) and report.tells == body["tells"]
     task, card = next(iter(body["tasks"].items()))
     assert set(card) == {"family", "culprit", "shape", "site", "bad_commit", "split"}
-    assert card == suite.card(task, report.tasks[task])
+    assert card == suite_build.card(task, report.tasks[task])
     edited = dict(body, tasks={**body["tasks"], task: {**card, "split": "train" if card["split"] == "heldout" else "heldout"}})
     forged = tmp_path / "suite.json"
     forged.write_text(json.dumps(edited))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from srelib.validity import GATE, play
+from srelib.analysis.validity import GATE, play
 from srelib.env import taskgen
 from srelib.env.actions import DEPENDED_BY, FAULT_CLASSES, SERVICES
 from srelib.env.patching import grade_patch, run_hidden_tests
@@ -27,13 +27,13 @@ from srelib.env.taskgen import cache
 from srelib.env.taskgen.bases import BASES
 from srelib.env.taskgen.recipes import split_of, templates_for
 from srelib.env.taskgen.shape_lib import SHAPE_SPLITS, SHAPES
-from srelib.env.taskgen.suite import MIN_FAIL_TO_PASS, MIN_PASS_TO_PASS, derived_test_reasons
+from srelib.analysis.admission import MIN_FAIL_TO_PASS, MIN_PASS_TO_PASS, derived_test_reasons
 from srelib.adversarial.hijack import HIJACK_KINDS, runner_hijack_patch
 from srelib.policies.scripted.revert import reverse_diff
 from srelib.env.taskgen.runner import judge, observe_many
 from srelib.env.taskgen.tasks import derive_tests, task_history, trees
 from srelib.env.verdicts import Observation
-from srelib.shortcuts import MAX_HIT_RATE, RULES, gather, is_hit
+from srelib.analysis.shortcuts import MAX_HIT_RATE, RULES, gather, is_hit
 from test_verdicts import DOCTORING
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,7 +169,7 @@ def test_the_reference_fix_resolves_and_a_blind_revert_loses_the_feature(suite):
 def test_a_generated_task_plays_through_the_rollout_in_its_pool(suite):
     from srelib.env.core import IncidentEnv
     from srelib.policies.scripted.reference import ReferencePolicy
-    from srelib.rollout import run_episode
+    from srelib.runners.rollout import run_episode
 
     for split, pool in (("train", "C"), ("heldout", "D")):
         task = _sample(_fixable(suite, split), 1, seed=10)[0]
@@ -186,11 +186,11 @@ def test_seeds_vary_the_surface_of_a_task(suite):
 def test_gate_policies_admission_leaves_out_stay_under_their_bounds_on_a_sample(suite):
     """Admission plays the cheap gate policies on every candidate; the rest (step-budget,
     reward-probing, release-tag and hijack policies) are held to their bounds on a sample."""
-    from srelib.admission import admission_policies
+    from srelib.analysis.admission import admission_policies
     from srelib.env.pools import POOLS
     from srelib.adversarial.cunning import MemoriseTrainPolicy
     from srelib.adversarial.hijack import HIJACK_POLICIES
-    from srelib.validity import GATE_METRIC, GATE_POOLS
+    from srelib.analysis.validity import GATE_METRIC, GATE_POOLS
 
     played = {cls for cls, _, _ in admission_policies()}
     rest = [c for c in GATE if c not in played and c is not MemoriseTrainPolicy

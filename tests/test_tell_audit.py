@@ -9,7 +9,7 @@ import pytest
 
 from srelib.cli import main
 from srelib.env.actions import SERVICES
-from srelib.tell_audit import (MAX_OVER_CHANCE, MAX_RATE, Surface, audit, audit_surfaces,
+from srelib.analysis.tell_audit import (MAX_OVER_CHANCE, MAX_RATE, Surface, audit, audit_surfaces,
                                failures, format_audit, mask)
 
 
@@ -34,7 +34,7 @@ def _surfaces(n: int, tell: bool, seed: int) -> list[Surface]:
 @pytest.fixture
 def fields(monkeypatch):
     """Audit only the three synthetic fields."""
-    import srelib.tell_audit as ta
+    import srelib.analysis.tell_audit as ta
 
     monkeypatch.setattr(ta, "FIELDS", (("title", "exact", "task"),
                                        ("deploy note (newest)", "exact", "service"),
@@ -84,6 +84,7 @@ def test_the_generated_suite_audit_is_the_one_its_file_records():
 
 
 def test_a_generator_the_audit_flags_writes_no_suite_file(monkeypatch, tmp_path):
+    from srelib.analysis import suite_build
     from srelib.env.taskgen import suite
 
     target = tmp_path / "suite.json"
@@ -91,5 +92,5 @@ def test_a_generator_the_audit_flags_writes_no_suite_file(monkeypatch, tmp_path)
     monkeypatch.setattr(suite, "SUITE_FILE", target)
     flagged = suite.SuiteReport(tells=["deploy note (newest) [exact] -> service: 0.91"])
     with pytest.raises(ValueError, match="tell audit rejects this generator"):
-        suite.write_suite_file(flagged)
+        suite_build.write_suite_file(flagged)
     assert target.read_text() == "as reviewed\n"

@@ -92,8 +92,8 @@ def test_the_mcp_tools_are_the_openai_tools():
     pytest.importorskip("openenv")
     from openenv.core.env_server.mcp_environment import get_server_tools
 
-    from srelib.server import SreEnvironment
-    from srelib.server_mcp import NEW_INCIDENT
+    from srelib.serve.server import SreEnvironment
+    from srelib.serve.mcp import NEW_INCIDENT
 
     served = get_server_tools(SreEnvironment().mcp_server)
     assert list(served) == [NEW_INCIDENT, *ACTION_NAMES]

@@ -44,7 +44,7 @@ def test_the_gpu_branch_of_notebook_07_runs_top_to_bottom(tmp_path, monkeypatch,
     pytest.importorskip("trl")
     import matplotlib
 
-    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.tiny_model import tiny_chat_model
 
     matplotlib.use("Agg")
     monkeypatch.setenv("SRELIB_AGENT_HOME", str(tmp_path / "no-agent"))  # the GPU path needs none

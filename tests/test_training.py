@@ -6,7 +6,7 @@ import pytest
 
 import srelib
 from srelib.env.actions import ACTION_SPECS, PARSE_ERROR, PHASE1_ACTIONS, PHASE2_ACTIONS, ActionType
-from srelib.parse import parse_action
+from srelib.env.parse import parse_action
 from srelib.policies import ReferencePolicy, call_reset
 from srelib.policies.llm.tools import action_from_tool_call, tool_definitions
 
@@ -112,7 +112,7 @@ def test_a_chat_policys_tool_turns_are_the_conversation_of_a_grpo_rollout():
     import json
 
     from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT, Transcript
-    from srelib.tiny_model import chat_tokenizer
+    from srelib.training.tiny_model import chat_tokenizer
     from srelib.training.chat_format import use_tool_format
     from srelib.training.environment import IncidentToolEnv, TaskDistribution
     from srelib.training.grpo import training_rows
@@ -151,7 +151,7 @@ def test_a_chat_policys_tool_turns_are_the_conversation_of_a_grpo_rollout():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.tiny_model import tiny_chat_model
 
     return tiny_chat_model(tmp_path_factory.getbasetemp() / "tiny_chat_model")
 

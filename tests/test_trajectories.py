@@ -5,8 +5,8 @@ import json
 import pytest
 
 import srelib
-from srelib import trajectories
-from srelib.parse import parse_action
+from srelib.training import trajectories
+from srelib.env.parse import parse_action
 from srelib.policies import CompositePolicy, HeuristicPhase1Policy, ReferencePolicy, RevertPhase2Policy
 
 
@@ -51,7 +51,7 @@ def test_a_tool_turn_dataset_keeps_each_calls_own_arguments(episodes, tmp_path_f
     pytest.importorskip("datasets")
     from transformers import AutoTokenizer
 
-    from srelib.tiny_model import tiny_chat_model
+    from srelib.training.tiny_model import tiny_chat_model
     from srelib.training.chat_format import use_tool_format
 
     rows = list(trajectories.turn_rows(episodes, tool_turns=True))

@@ -22,8 +22,9 @@ from srelib.policies.scripted.reference import ReferencePolicy
 from helpers import SEED_POLICIES, load_seed_policies
 from srelib.adversarial.blunt import AlwaysNoChangePolicy
 from srelib.adversarial.cunning import HedgedDeclarationPolicy
-from srelib.validity import (GATE, GATE_METRIC, GATE_POOLS, format_validity_summary,
-                             format_validity_table, gate_cells, play, pool_for, validity_table)
+from srelib.analysis.validity import (GATE, GATE_METRIC, GATE_POOLS, format_validity_summary,
+                                      format_validity_table, gate_cells, play, pool_for,
+                                      validity_table)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ pytest.importorskip("ipywidgets")
 import srelib  # noqa: E402
 from srelib.env.actions import PARSE_ERROR  # noqa: E402
 from srelib.results import Episode  # noqa: E402
-from srelib.rollout import run_episode  # noqa: E402
+from srelib.runners.rollout import run_episode  # noqa: E402
 from srelib.widgets import MANUAL, EpisodeStepper, TrajectoryViewer, to_html  # noqa: E402
 
 
@@ -286,7 +286,7 @@ import sys
 sys.path.insert(0, {tests!r})
 from test_widgets import MemoryLeakScript
 from srelib.env.core import IncidentEnv
-from srelib.rollout import run_episode
+from srelib.runners.rollout import run_episode
 from srelib.widgets import to_html
 episode = run_episode(IncidentEnv(), MemoryLeakScript(), task="memory_leak", pool="C", seed=7)
 sys.stdout.write(to_html(episode))

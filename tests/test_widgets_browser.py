@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from srelib.tiny_model import free_port
+from srelib.training.tiny_model import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 HERE = Path(__file__).parent

@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from srelib.provenance import machine_class
+from srelib.results.provenance import machine_class
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "notebooks" / "src"

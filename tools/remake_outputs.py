@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import build_notebooks  # noqa: E402
 
 from srelib.cli import main as srelib_main  # noqa: E402
-from srelib.provenance import machine_class  # noqa: E402
+from srelib.results.provenance import machine_class  # noqa: E402
 
 
 def commit() -> str | None:

@@ -35,9 +35,9 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 import srelib
-from srelib import render
+from srelib.widgets import render
 from srelib.env.pools import POOLS
-from srelib.stats import to_markdown
+from srelib.analysis.stats import to_markdown
 
 tasks = pd.DataFrame([{"task": t, "severity": srelib.get_scenario(t).severity,
                        "held out": srelib.get_scenario(t).heldout,
@@ -229,7 +229,7 @@ print("patch grading isolation on this machine:", srelib.env.sandbox.isolation_l
 # task in its joint pool, and checks the mean score per task against its bound:
 
 # %%
-from srelib.validity import GATE, format_validity_table, validity_table
+from srelib.analysis.validity import GATE, format_validity_table, validity_table
 
 floors = [f"{cls.name} >= {bound}" for cls, (kind, bound) in GATE.items() if kind == "min"]
 shortcuts = pd.DataFrame([{"shortcut policy": cls.name, "must score": f"<= {bound}",
@@ -258,7 +258,7 @@ display(Markdown(format_validity_table(rows)))
 # `SHORTCUT_SEEDS` seeds (the README's table uses 20):
 
 # %%
-from srelib.shortcuts import MAX_HIT_RATE, format_rule_table, shortcut_rule_table
+from srelib.analysis.shortcuts import MAX_HIT_RATE, format_rule_table, shortcut_rule_table
 
 rule_rows = shortcut_rule_table(seeds=SHORTCUT_SEEDS)
 print(f"every rule at or under {MAX_HIT_RATE:.0%}:",

@@ -37,7 +37,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from srelib import POLICY_CLASSES, scripted_policy
-from srelib.stats import to_markdown
+from srelib.analysis.stats import to_markdown
 
 roster = pd.DataFrame([{"policy": name, "phase 1": classes[0],
                         "phase 2": classes[-1] if len(classes) > 1 else "(same class)"}
@@ -72,11 +72,11 @@ frame[["policy", "task", "pool", "mode", "seed", "final", "diagnosis", "mitigati
 # ## Summary with confidence intervals
 #
 # Mean final score per policy and pool, with a 95% percentile-bootstrap interval over episodes
-# (`srelib.stats.summarize`; seeded, so the intervals are reproducible). Pool A grades phase 1
+# (`srelib.analysis.stats.summarize`; seeded, so the intervals are reproducible). Pool A grades phase 1
 # only, pool B phase 2 only, pools C and D the whole episode.
 
 # %%
-from srelib.stats import format_ci, summarize, summary_table
+from srelib.analysis.stats import format_ci, summarize, summary_table
 
 by_pool = summarize(frame, "final", by=("policy", "pool"))
 cells = by_pool.assign(cell=[format_ci(m, lo, hi) for m, lo, hi in
@@ -241,7 +241,7 @@ print(f"The heuristic names the right service in {heuristic['right service'].mea
 # commit is worth over the random explorer:
 
 # %%
-from srelib.stats import paired_difference
+from srelib.analysis.stats import paired_difference
 
 paired = paired_difference(joint, "heuristic-revert", "heuristic", value="final")
 display(Markdown(to_markdown(paired, index=False)))
@@ -301,7 +301,7 @@ display(Markdown("\n".join([
 # seed each); the README's table is the same over the whole suite.
 
 # %%
-from srelib.suite_tables import family_sample, family_scores, generated_tables, with_family
+from srelib.analysis.suite_tables import family_sample, family_scores, generated_tables, with_family
 
 suite_tables = generated_tables()
 display(Markdown(to_markdown(suite_tables["families"], index=False)))

@@ -45,7 +45,7 @@ from IPython.display import Markdown, display
 
 import srelib
 from srelib import build_policy
-from srelib.stats import to_markdown
+from srelib.analysis.stats import to_markdown
 
 phase2 = {name: functools.partial(build_policy, name) for name in PHASE2}
 phase1 = {label: functools.partial(build_policy, name) for label, name in PHASE1.items()}
@@ -58,13 +58,13 @@ display(Markdown("Null-handoff repair per task (the r_cross baseline):\n\n" + to
 # %% [markdown]
 # ## The three handoffs
 #
-# `srelib.ceiling.ceiling_episodes` runs every handoff for one phase-2 policy; passing the
+# `srelib.analysis.ceiling.ceiling_episodes` runs every handoff for one phase-2 policy; passing the
 # calibration as `null_repair` makes every episode carry its `r_cross`. `summarize_ceiling`
 # turns the episodes into mean repair per task and handoff, with bootstrap CIs, and the paired gap
 # to the oracle handoff.
 
 # %%
-from srelib.ceiling import ceiling_episodes, summarize_ceiling
+from srelib.analysis.ceiling import ceiling_episodes, summarize_ceiling
 
 runs, tables = [], []
 for name, factory in phase2.items():
@@ -192,7 +192,7 @@ display(Markdown("\n".join(lines)))
 # (train and held-out) runs `GENERATED_TASKS` evenly spaced tasks, one seed each.
 
 # %%
-from srelib.ceiling import suite_ladder, summarize_ladder
+from srelib.analysis.ceiling import suite_ladder, summarize_ladder
 from srelib.policies.registry import scripted_policy
 
 ladder_episodes = suite_ladder(
@@ -228,7 +228,7 @@ display(Markdown("\n".join(
 #
 # Two agents that both fail to repair are not equal: one may have read the bad file and edited
 # the right function, the other may never have opened the repository. Every results frame
-# carries localisation columns (`srelib.localisation`: the culprit's rank among the services
+# carries localisation columns (`srelib.results.localisation`: the culprit's rank among the services
 # checked, steps and minutes until it was checked, evidence coverage; bad commit diffed, bad
 # file read and edited, bad function edited, files read before the patch). They are analysis
 # columns and never enter the reward. One point per episode, one colour per policy, against

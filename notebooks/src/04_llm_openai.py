@@ -53,7 +53,7 @@ if "google.colab" in sys.modules:  # Colab secrets, if you added them
 # %% [markdown]
 # ## The endpoint
 #
-# A configured endpoint is used as is. Otherwise `srelib.tiny_model.serve_tiny_model` builds the
+# A configured endpoint is used as is. Otherwise `srelib.training.tiny_model.serve_tiny_model` builds the
 # tiny model (once per machine), starts `transformers serve` on a free loopback port and waits
 # until it listens. The server lives in an `ExitStack`: the last cell stops it, a failing run
 # cell stops it, and so does the kernel shutting down.
@@ -64,7 +64,7 @@ import contextlib
 from urllib.parse import urlsplit
 
 from srelib.policies.llm.saved import saved_settings
-from srelib.tiny_model import TINY_PROMPT_LIMITS, serve_tiny_model
+from srelib.training.tiny_model import TINY_PROMPT_LIMITS, serve_tiny_model
 from srelib.training.agent import find_agent
 
 endpoint = contextlib.ExitStack()
@@ -185,7 +185,7 @@ print(f"{len(frame)} episodes over {len(tasks)} tasks, {len(calls)} model calls,
 # %%
 from IPython.display import Markdown, display
 
-from srelib.stats import summary_table, to_markdown
+from srelib.analysis.stats import summary_table, to_markdown
 from srelib.training.claims import agent_claims, check
 
 check(agent_claims(pd.concat([frame, null], ignore_index=True), "llm", max_unreadable=0.25),

@@ -98,19 +98,19 @@ if not use_tiny:
 # **What to expect.** Before anything loads, the next cell states the memory and time this run
 # should take on the GPU class it finds (on a CPU: a T4, Colab's free GPU). These figures are
 # an **estimate** worked out from the model's shape and the GPU's data sheet
-# (`srelib.estimates`); no GPU measurement stands behind them yet (`bench/gpu_gemma.py` takes
+# (`srelib.analysis.estimates`); no GPU measurement stands behind them yet (`bench/gpu_gemma.py` takes
 # one). The last section sets the measured peak memory and time beside them.
 
 # %%
 import srelib
-from srelib.estimates import GPUS, MODELS, estimate_run, gpu_class
+from srelib.analysis.estimates import GPUS, MODELS, estimate_run, gpu_class
 
 task_count = len(srelib.TASKS) if TASKS == "all" else len(TASKS)
 gpu = (gpu_class(torch.cuda.get_device_name(0)) if cuda else None) or GPUS["T4"]
 shape = MODELS.get(MODEL_ID)
 if shape is None:
     estimate = None
-    print(f"No estimate for {MODEL_ID}: srelib.estimates.MODELS knows {sorted(MODELS)}.")
+    print(f"No estimate for {MODEL_ID}: srelib.analysis.estimates.MODELS knows {sorted(MODELS)}.")
 else:
     # Gemma's tokenizer spends about one token per 3-4 characters of observation text.
     estimate = estimate_run(gpu, shape, episodes=task_count * SEEDS, batch_size=BATCH_SIZE,
@@ -133,7 +133,7 @@ else:
 
 # %%
 from srelib.policies import HFTransformersChatPolicy
-from srelib.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
+from srelib.training.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
 
 if agent:  # its prompt settings are saved beside its weights
     model_name = "agent"
@@ -196,7 +196,7 @@ print(f"{len(model_frame)} {model_name} episodes in lockstep batches of up to {B
 # %% tags=["nbval-ignore-output"]
 from IPython.display import Markdown, display
 
-from srelib.stats import summary_table, to_markdown
+from srelib.analysis.stats import summary_table, to_markdown
 
 display(Markdown(to_markdown(summary_table(frame)[order])))
 

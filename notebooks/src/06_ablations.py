@@ -27,8 +27,9 @@ WORKERS = 1                    # processes for the episodes
 import pandas as pd
 from IPython.display import Markdown, display
 
-from srelib import ablations, behaviour, behaviour_plots
-from srelib.stats import to_markdown
+from srelib.analysis import ablations, behaviour
+from srelib.plots import behaviour as behaviour_plots
+from srelib.analysis.stats import to_markdown
 
 
 def show(result, caption):
@@ -150,7 +151,7 @@ behaviour_plots.harmful(harm.head(10))
 
 # %%
 import srelib
-from srelib.curriculum import VarianceGate
+from srelib.analysis.curriculum import VarianceGate
 from srelib.policies import ReferencePolicy
 
 stages_seen = []
@@ -169,14 +170,14 @@ print(f"held-out evaluation: mean final {run.heldout['final'].mean():.3f} "
 # %% [markdown]
 # ## Trajectories as data
 #
-# `srelib.trajectories` turns episodes into one row per agent turn: the chat messages the
+# `srelib.training.trajectories` turns episodes into one row per agent turn: the chat messages the
 # policy saw (replayed through the seeded environment and rendered as the chat policies render
 # them), the action it took as the JSON a model should answer with, the step reward and the
 # episode score. `to_dataset` makes a Hugging Face `datasets.Dataset` of them: the input of SFT
 # and RL.
 
 # %%
-from srelib import trajectories
+from srelib.training import trajectories
 
 rows = list(trajectories.turn_rows(run.episodes[:3]))
 print(f"{len(rows)} turns from 3 episodes; the first turn's last message begins:")

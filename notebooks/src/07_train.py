@@ -101,7 +101,7 @@ import pandas as pd
 
 import srelib
 from srelib.policies import HFTransformersChatPolicy
-from srelib.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
+from srelib.training.tiny_model import TINY_PROMPT_LIMITS, tiny_chat_model
 from srelib.training.agent import TRAIN_POOLS, parse_failure_rate
 
 if cuda:
@@ -179,7 +179,7 @@ print(f"{len(frame)} episodes: {frame['task'].nunique()} tasks x {len(TRAIN_POOL
 # %% tags=["nbval-ignore-output"]
 from IPython.display import Markdown, display
 
-from srelib.stats import summary_table, to_markdown
+from srelib.analysis.stats import summary_table, to_markdown
 
 print(f"agent: {after['parse_failure_rate']:.0%} of its replies were not a readable action")
 display(Markdown(to_markdown(summary_table(frame)[order])))

@@ -1,4 +1,4 @@
-"""Scripted shortcut policies for the validity gate (:mod:`srelib.validity`): each plays a fixed
+"""Scripted shortcut policies for the validity gate (:mod:`srelib.analysis.validity`): each plays a fixed
 per-phase list of actions that tries to score without doing the job (an empty handoff, a
 stuffed declaration, no change, the bad commit again, deleting the tests, remediating
 everything). The gate holds each under its bound."""
@@ -12,7 +12,7 @@ from srelib.env.belief import BeliefState
 from srelib.env.patching import is_test_path
 from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import get_scenario
-from srelib.gate import register
+from srelib.analysis.gate import register
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.oracle import AnswerKey
 

@@ -1,7 +1,7 @@
 """Adversarial policies: shortcuts that try to score without solving the incident.
 
 Each one plays a rule an RL trainer or a careless benchmark user could stumble on. The validity
-gate (:mod:`srelib.validity`) plays them all and requires each to score low; when a new way to
+gate (:mod:`srelib.analysis.validity`) plays them all and requires each to score low; when a new way to
 score without solving is found, it joins this module.
 
 * :class:`RewardProbePolicy` learns the answer from step rewards alone.
@@ -25,7 +25,7 @@ from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.memo import byte_lru
 from srelib.env.scenarios import get_scenario
-from srelib.gate import register
+from srelib.analysis.gate import register
 from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
 from srelib.policies.oracle import AnswerKey
 from srelib.policies.scripted.heuristic import FAULT_KEYWORDS

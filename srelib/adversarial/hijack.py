@@ -47,7 +47,7 @@ from srelib.env.patching import observe
 from srelib.env.repos import load_repo, unified_diff
 from srelib.env.scenarios import get_scenario
 from srelib.env.site_guard import site_units
-from srelib.gate import register
+from srelib.analysis.gate import register
 from srelib.policies.base import make_action
 from srelib.policies.oracle import AnswerKey
 

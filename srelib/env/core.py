@@ -82,7 +82,7 @@ class IncidentEnv:
     str | None, "parameters": dict}``; ``srelib.env.actions.ACTION_SPECS`` declares each
     action's phase, target and parameters (type, bounds, default). ``step`` also takes a string:
     an entry of ``obs["valid_actions"]`` such as ``"query_logs:orders"``, or JSON, read by
-    :func:`srelib.parse.parse_action`. Agent input never raises: an invalid action costs a step
+    :func:`srelib.env.parse.parse_action`. Agent input never raises: an invalid action costs a step
     and its observation's ``action_result`` says what was wrong and lists what is valid.
 
     **Observations** (:class:`~srelib.env.types.Observation`): the incident's title, summary
@@ -216,7 +216,7 @@ class IncidentEnv:
     def _read_text_action(self, text: str) -> dict:
         """A string action (``"query_logs:orders"`` as ``valid_actions`` spells it, or JSON)
         read by the chat policies' parser; unreadable text becomes a parse-error action."""
-        from srelib.parse import parse_action, parse_error_action
+        from srelib.env.parse import parse_action, parse_error_action
 
         valid = self._valid_actions()
         parsed = parse_action(text, valid)

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-import srelib
+from srelib._version import __version__
 from srelib.env.catalog import list_tasks, split_of
 from srelib.env.core import IncidentEnv
 from srelib.env.patching import grade_patch
@@ -92,7 +92,7 @@ def instance(task: str, seed: int = 0) -> dict[str, Any]:
             "base_commit": repo.commits[0].sha, "problem_statement": obs["issue"],
             "hints_text": "", "patch": fix,
             "FAIL_TO_PASS": json.dumps(repo.fail_to_pass(task)),
-            "PASS_TO_PASS": json.dumps(repo.pass_to_pass(task)), "version": srelib.__version__}
+            "PASS_TO_PASS": json.dumps(repo.pass_to_pass(task)), "version": __version__}
 
 
 def export_dataset(out: str | Path, suite: str = "classic", seed: int = 0) -> list[dict]:

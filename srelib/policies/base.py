@@ -26,7 +26,7 @@ class Policy(Protocol):
 @runtime_checkable
 class BatchPolicy(Protocol):
     """A policy that serves many episodes per call: runners step ``act_batch`` policies in
-    lockstep (:func:`srelib.lockstep.run_lockstep`), one call per step for every running episode.
+    lockstep (:func:`srelib.runners.lockstep.run_lockstep`), one call per step for every running episode.
     ``reset_batch([(seed, task_name), ...])`` is optional."""
 
     def act_batch(self, items: Sequence[Sequence]) -> list[Dict[str, Any]]:

@@ -1,6 +1,8 @@
-"""Training on the environment: the TRL environment adapter, SFT warm start and GRPO.
+"""Training on the environment: the TRL environment adapter, SFT warm start and GRPO, episodes
+as training rows (:mod:`.trajectories`) and the tiny offline model the CPU runs use
+(:mod:`.tiny_model`). A front end: nothing below imports it.
 
-Everything here needs the ``train`` extra (``trl``, ``peft``, ``datasets``) and loads lazily.
+Training needs the ``train`` extra (``trl``, ``peft``, ``datasets``); everything loads lazily.
 """
 
 from __future__ import annotations

@@ -70,9 +70,9 @@ def training_options(**given) -> dict:
 def agent_record(**options) -> dict:
     """What makes the agent :func:`train_agent` trains with ``options`` on this machine:
     srelib's files (the code and data that play the demonstrations and train on them), the
-    options, and :func:`~srelib.provenance.machine_class` (CPU kernel level, torch and
+    options, and :func:`~srelib.results.provenance.machine_class` (CPU kernel level, torch and
     transformers versions), since each of them changes the weights."""
-    from srelib.provenance import machine_class, source_digest
+    from srelib.results.provenance import machine_class, source_digest
 
     return {"source": source_digest(), "options": training_options(**options),
             **machine_class()}
@@ -80,7 +80,7 @@ def agent_record(**options) -> dict:
 
 def agent_key(**options) -> str:
     """The short digest of :func:`agent_record` that names the agent's folder."""
-    from srelib.provenance import digest
+    from srelib.results.provenance import digest
 
     return digest(agent_record(**options))
 
@@ -117,7 +117,7 @@ def agent_tokenizer(rows: Sequence[dict], vocab_size: int = 4096, tools: list | 
     ends, so a recurring line is one token."""
     from tokenizers import pre_tokenizers
 
-    from srelib.tiny_model import chat_tokenizer
+    from srelib.training.tiny_model import chat_tokenizer
     from srelib.training.chat_format import use_tool_format
 
     def build(lines, size):
@@ -148,7 +148,7 @@ def agent_model(tokenizer, *, hidden_size: int = 64, layers: int = 2, context: i
     import torch
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
-    from srelib.tiny_model import END_OF_TURN
+    from srelib.training.tiny_model import END_OF_TURN
 
     torch.manual_seed(seed)
     stops = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(END_OF_TURN)]
@@ -194,7 +194,7 @@ def train_agent(out: str | os.PathLike | None = None, *, seeds: Iterable[int] = 
     import tempfile
 
     from srelib.policies.llm.tools import tool_definitions
-    from srelib.provenance import data_digest, digest
+    from srelib.results.provenance import data_digest, digest
     from srelib.training.sft import sft_train
 
     started = time.perf_counter()
@@ -233,7 +233,7 @@ def save_agent(folder: str | os.PathLike, model, tokenizer, settings: dict,
     read them; returns the folder. A new folder appears whole or not at all, so an interrupted
     save never leaves an agent that :func:`find_agent` would take."""
     from srelib.policies.llm.saved import save_settings
-    from srelib.saving import save_folder
+    from srelib.results.saving import save_folder
 
     def write(scratch: Path) -> None:
         tokenizer.save_pretrained(scratch)
@@ -290,9 +290,9 @@ def measure_agent(policy, *, seeds: Iterable[int] = HELD_OUT_SEEDS,
     import pandas as pd
 
     from srelib.policies.registry import scripted_policy
-    from srelib.results import load_episodes
-    from srelib.rollout import evaluate
-    from srelib.stats import bootstrap_ci, paired_difference
+    from srelib.results.store import load_episodes
+    from srelib.runners.rollout import evaluate
+    from srelib.analysis.stats import bootstrap_ci, paired_difference
 
     grid = {"tasks": tasks, "pools": list(pools), "seeds": list(seeds), "progress": False}
     with tempfile.TemporaryDirectory(prefix="srelib-measure-") as out:

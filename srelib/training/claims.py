@@ -22,7 +22,7 @@ def needs_fix(task: str) -> bool:
 def beats(frame, policy: str, baseline: str) -> bool:
     """Whether ``policy`` scores above ``baseline`` on the same episodes: the 95% bootstrap CI
     of their paired difference in final score lies above 0."""
-    from srelib.stats import paired_difference
+    from srelib.analysis.stats import paired_difference
 
     if not {policy, baseline} <= set(frame["policy"]):
         return False  # no episode of one of them: nothing bears the claim out

@@ -1,7 +1,7 @@
 """SFT warm start: teach a chat model the action format from scripted episodes, with TRL.
 
 :func:`demonstrations` plays the reference and heuristic policies on the train tasks and turns
-every agent turn into a prompt-completion pair (:mod:`srelib.trajectories`: the chat the policy
+every agent turn into a prompt-completion pair (:mod:`srelib.training.trajectories`: the chat the policy
 would have seen, the action as JSON); :func:`sft_train` runs ``trl.SFTTrainer`` on them, the
 loss on the completions only. Small models get a compact prompt (:data:`COMPACT_PROMPT`: a
 short system text, short observations, little history); a chat policy must then prompt them
@@ -36,9 +36,9 @@ def demonstrations(seeds: Iterable[int] = range(3), tasks: str | Sequence[str] =
 
     from srelib.policies.llm.prompts import fold_system
     from srelib.policies.registry import scripted_policy
-    from srelib.results import load_episodes
-    from srelib.rollout import evaluate
-    from srelib.trajectories import turn_rows
+    from srelib.results.store import load_episodes
+    from srelib.runners.rollout import evaluate
+    from srelib.training.trajectories import turn_rows
 
     evaluate_kwargs.setdefault("progress", False)
     with tempfile.TemporaryDirectory(prefix="srelib-demos-") as out:

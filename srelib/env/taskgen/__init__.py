@@ -2,13 +2,13 @@
 
 A task id is ``<family>.<service>.<site>`` (classic ids never contain a dot); its repository is
 ``gen.<task id>``. :func:`build_scenario` and :func:`build_repo` build one task lazily from the
-bases, shapes and recipes in this package; :func:`generated_suite` generates every candidate,
-admits those that pass the validity gate, audits the admitted suite for single-field tells and
-reports the rejections by reason. The result is an artefact in the package, ``suite.json``
-(task cards, a digest, the audit's findings), read as long as it is this generator's; the disk
-cache (:mod:`.cache`: an entry is used only if its digest is the packaged one,
-``suite_digest.json``) only speeds generation up. ``python -m srelib.env.taskgen`` rewrites
-both files. Same GENERATOR_VERSION and id, same bytes, in any process.
+bases, shapes and recipes in this package; :func:`generated_suite` reads the admitted tasks and
+the rejections by reason from an artefact in the package, ``suite.json`` (task cards, a digest,
+the tell audit's findings), as long as it is this generator's. Admission plays policies on every
+candidate, so the file is built above the environment: ``python -m srelib.analysis.suite_build``
+rewrites it and the disk cache's packaged digests (:mod:`.cache`: an entry, a candidate's
+derived tests, is used only if its digest is the one in ``suite_digest.json``). Same
+GENERATOR_VERSION and id, same bytes, in any process.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def candidates() -> dict[str, Candidate]:
 
 
 def generated_suite():
-    """The admitted tasks and the rejections (a :class:`~.suite.SuiteReport`); cached on disk."""
+    """The admitted tasks and the rejections (a :class:`~.suite.SuiteReport`), read from the
+    packaged ``suite.json``."""
     from .suite import generated_suite as _suite
 
     return _suite()

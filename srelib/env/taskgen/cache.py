@@ -1,8 +1,7 @@
 """The on-disk cache of generated facts: ``$SRELIB_CACHE/taskgen/<version>-<source digest>/``.
 
 ``SRELIB_CACHE`` defaults to ``~/.cache/srelib``. The folder name carries GENERATOR_VERSION and
-a digest of the generator's own source (and of ``srelib/admission.py``), so a changed generator
-never reads stale entries.
+a digest of the generator's own source, so a changed generator never reads stale entries.
 Entries are JSON files written atomically (a temporary file renamed into place), so processes
 that generate at the same time never see half a file.
 
@@ -11,12 +10,14 @@ file itself belong to this user and no one else may write them, and if the file'
 the one :data:`DIGEST_FILE`, in the package, holds for this generator (anyone who can write the
 cache can rewrite a digest kept there, but not one in the package). Anything else is skipped
 with a warning that names the path and the reason, and the entry is generated afresh: a
-tampered cache never changes a grade or a split. ``python -m srelib.env.taskgen`` regenerates
-the suite into an empty cache and writes :data:`DIGEST_FILE`.
+tampered cache never changes a grade or a split. :func:`rebuilding` fills an empty cache and
+writes :data:`DIGEST_FILE`; ``python -m srelib.analysis.suite_build`` runs it when it rebuilds
+the suite.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -25,6 +26,7 @@ import stat
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Iterator
 
 from .recipes import GENERATOR_VERSION
 
@@ -40,10 +42,6 @@ def _source_digest() -> str:
     here = Path(__file__).parent
     for path in sorted(here.rglob("*.py")):  # the shape modules included
         digest.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes())
-    # the gate policies admission plays and the tell audit it runs
-    for path in (Path(__file__).parents[2] / name
-                 for name in ("admission.py", "gate.py", "tell_audit.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -92,7 +90,7 @@ def _unverified(name: str, path: Path, data: bytes) -> tuple[str, str] | None:
     packaged = _packaged()
     if packaged is None:
         return "stale", (f"{DIGEST_FILE} holds no digests for generator {generator_key()} "
-                         "(python -m srelib.env.taskgen writes them)")
+                         "(python -m srelib.analysis.suite_build writes them)")
     if packaged.get(name) != hashlib.sha256(data).hexdigest():
         return "tampered", "its content is not what this generator makes (tampered or corrupt)"
     return None
@@ -156,28 +154,22 @@ def _write_digest_file() -> None:
     _packaged.cache_clear()
 
 
-def write_digests() -> Path:
-    """Generate the suite into an empty cache (the gate's worker processes read the derived tests
-    back, verified), write :data:`DIGEST_FILE` with the digest of every entry and the packaged
-    suite file (:data:`.suite.SUITE_FILE`)."""
-    from . import suite
+@contextlib.contextmanager
+def rebuilding() -> Iterator[Path]:
+    """An empty cache for the ``with`` block (``SRELIB_CACHE``, inherited by worker processes),
+    holding every candidate's derived tests, whose digests are written to :data:`DIGEST_FILE`
+    first, so that workers read them back verified. Yields the cache root."""
     from .tasks import _candidates, derive_tests
 
     before = os.environ.get("SRELIB_CACHE")
     with tempfile.TemporaryDirectory(prefix="srelib-suite-") as fresh:
-        os.environ["SRELIB_CACHE"] = fresh  # the gate's worker processes inherit it
+        os.environ["SRELIB_CACHE"] = fresh
         try:
             _WRITTEN.clear()
             derive_tests(list(_candidates()))
             _write_digest_file()
-            suite._MEMO.clear()
-            report = suite.generate()
-            write("suite.json", suite.cache_entry(report))
-            _write_digest_file()
-            suite.write_suite_file(report)
+            yield Path(fresh)
         finally:
             del os.environ["SRELIB_CACHE"]
             if before is not None:
                 os.environ["SRELIB_CACHE"] = before
-    return DIGEST_FILE
-

@@ -12,7 +12,7 @@ From the candidate id alone, and a seeded stream derived from it, come:
   the culprit's deploys (older ones routine, as ``infra`` draws every service's), one or two
   other services deploying in the same window, a page (title, summary, severity) drawn from
   symptoms several families share, and the answer. No surface field tells the culprit, the
-  class or the bad commit on its own (:mod:`srelib.tell_audit` checks).
+  class or the bad commit on its own (:mod:`srelib.analysis.tell_audit` checks).
 
 Everything is a pure function of GENERATOR_VERSION and the id: no ``hash()`` of strings, no
 set ordering, no clock.

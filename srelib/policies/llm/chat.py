@@ -9,7 +9,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, Hashable, Sequence
 
-from srelib.parse import give_up_action, parse_action, parse_error_action
+from srelib.env.parse import give_up_action, parse_action, parse_error_action
 from srelib.policies.base import split_item, steps_taken
 from srelib.policies.llm.prompts import SYSTEM_PROMPT, Transcript
 

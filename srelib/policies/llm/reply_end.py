@@ -1,6 +1,6 @@
 """Ending a generated reply once its action is complete, on the device, lane by lane.
 
-A reply answered in JSON text is read by :func:`srelib.parse.parse_action`, which takes the
+A reply answered in JSON text is read by :func:`srelib.env.parse.parse_action`, which takes the
 first object that is an action; one answered in tool turns is read up to its first
 ``</tool_call>``. Generating past that point costs time and changes nothing the parser reads,
 so :func:`action_end` gives ``generate`` a stopping criterion per reply form:

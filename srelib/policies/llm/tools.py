@@ -10,7 +10,7 @@ method signatures (:func:`parameter_annotation`) whose docstrings carry the same
 reading of them (``transformers.utils.get_json_schema``) keeps names, types, enums, required
 and descriptions, and the description states the default and bounds it has no key for.
 :func:`action_from_tool_call` turns the call a model made back into the action dict the
-environment takes; the text parser (:func:`srelib.parse.parse_action`) reads the same actions
+environment takes; the text parser (:func:`srelib.env.parse.parse_action`) reads the same actions
 from plain replies.
 """
 

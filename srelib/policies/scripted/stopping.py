@@ -4,19 +4,18 @@
 every piece of evidence it asks itself how sure it is of a suspect. Once that confidence reaches
 its threshold it stops reading, remediates, declares and hands over. A low threshold stops early
 on thin evidence (an innocent recent deploy is enough to convince it); a high one reads on. The
-threshold can be one number or one per task, as :func:`tune_thresholds` chooses them.
+threshold can be one number or one per task, as :func:`srelib.analysis.ablations.tune_thresholds`
+chooses them.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping
 
 from srelib.policies.scripted.heuristic import HeuristicPhase1Policy
 
 #: The stages in which the heuristic is still gathering evidence.
 _GATHERING = ("investigate", "upstream", "confirm")
-#: Thresholds that :func:`tune_thresholds` tries by default.
-THRESHOLD_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 class ThresholdStopPhase1Policy(HeuristicPhase1Policy):
@@ -63,28 +62,6 @@ class ThresholdStopPhase1Policy(HeuristicPhase1Policy):
             self._choose_suspect()
             self._stage = "doubt"  # the next planning pass remediates, declares and hands over
         return super()._next(observation)
-
-
-def tune_thresholds(phase2_policy, tasks: str | Sequence[str] = "all",
-                    seeds: Iterable[int] = range(1000, 1008),
-                    grid: Sequence[float] = THRESHOLD_GRID, **evaluate_kwargs) -> dict[str, float]:
-    """Per task, the threshold of ``grid`` with the best mean final score over ``seeds``.
-
-    Run on seeds kept apart from the ones a tuned policy is evaluated on (the default seeds start
-    at 1000), in joint episodes (pools C and D) with ``phase2_policy`` after the handoff. Ties go
-    to the lower threshold, the cheaper investigation.
-    """
-    import functools
-
-    from srelib.rollout import JOINT_POOLS, evaluate
-
-    evaluate_kwargs.setdefault("progress", False)
-    conditions = {f"{t:g}": functools.partial(_stop_then, t, phase2_policy) for t in grid}
-    frame = evaluate(conditions, tasks=tasks, pools=JOINT_POOLS, seeds=list(seeds),
-                     **evaluate_kwargs)
-    means = frame.groupby(["task", "policy"])["final"].mean()
-    return {task: min(grid, key=lambda t: (-means[(task, f"{t:g}")], t))
-            for task in sorted(set(frame["task"]))}
 
 
 def _stop_then(threshold, phase2_policy):

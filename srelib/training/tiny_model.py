@@ -155,34 +155,61 @@ def default_model_dir() -> Path:
     be taken."""
     import hashlib
 
-    from srelib.provenance import digest, machine_class
+    from srelib.results.provenance import digest, machine_class
 
     source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     key = digest({"source": source, **machine_class()})
     return Path(tempfile.gettempdir()) / f"srelib-tiny-chat-model-{key}"
 
 
-def tiny_chat_model(path: str | os.PathLike | None = None, *, train_steps: int = 150,
-                    vocab_size: int = 600) -> str:
+#: The default recipe: optimiser steps that teach the replies, and the tokenizer's vocabulary.
+TRAIN_STEPS, VOCAB_SIZE = 150, 600
+
+
+def tiny_chat_model(path: str | os.PathLike | None = None, *, train_steps: int = TRAIN_STEPS,
+                    vocab_size: int = VOCAB_SIZE) -> str:
     """Build (once per path) a tiny Gemma3 chat model and tokenizer under ``path``; return it.
 
     The folder loads with ``AutoModelForCausalLM`` / ``AutoTokenizer`` and serves with
     ``transformers serve``. A folder that already holds a built model is reused as is;
-    ``path=None`` means :func:`default_model_dir`.
+    ``path=None`` means :func:`default_model_dir`, built once per machine class and copied to
+    any other ``path`` asked for with the default recipe.
     """
     target = Path(path) if path is not None else default_model_dir()
-    if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
+    if _is_built(target):
         return str(target)
-    from srelib.saving import save_folder
+    from srelib.results.saving import save_folder
 
-    tokenizer = chat_tokenizer(_corpus(), vocab_size)
-    model = _build_model(tokenizer, train_steps)
+    if path is not None and (train_steps, vocab_size) == (TRAIN_STEPS, VOCAB_SIZE):
+        built = tiny_chat_model()
+        return str(save_folder(target, lambda folder: shutil.copytree(built, folder,
+                                                                      dirs_exist_ok=True)))
+    with _build_lock(target):
+        if _is_built(target):  # another process built it while this one waited
+            return str(target)
+        tokenizer = chat_tokenizer(_corpus(), vocab_size)
+        model = _build_model(tokenizer, train_steps)
 
-    def write(folder: Path) -> None:
-        tokenizer.save_pretrained(folder)
-        _save_quietly(model, folder)
+        def write(folder: Path) -> None:
+            tokenizer.save_pretrained(folder)
+            _save_quietly(model, folder)
 
-    return str(save_folder(target, write))
+        return str(save_folder(target, write))
+
+
+def _is_built(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
+
+
+@contextmanager
+def _build_lock(target: Path) -> Iterator[None]:
+    """One build at a time per folder, across processes (test workers share the default)."""
+    import fcntl
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(f".{target.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _save_quietly(model, target: Path) -> None:

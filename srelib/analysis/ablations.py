@@ -68,8 +68,8 @@ def ablate(conditions: Mapping[str, Any], *, baseline: str | None = None,
     """
     import pandas as pd
 
-    from srelib.results import load_episodes
-    from srelib.rollout import evaluate
+    from srelib.results.store import load_episodes
+    from srelib.runners.rollout import evaluate
 
     if not conditions:
         raise ValueError("conditions is empty: pass a mapping of name -> Condition or policy")
@@ -102,7 +102,7 @@ def summarize_conditions(frame, *, confidence: float = 0.95, seed: int = 0):
     """Per condition: n, mean outcome with a bootstrap CI, mean phase-1 and phase-2 steps."""
     import pandas as pd
 
-    from srelib.stats import bootstrap_ci
+    from srelib.analysis.stats import bootstrap_ci
 
     rows = []
     for name, group in frame.groupby("policy", sort=False):
@@ -121,7 +121,7 @@ def compare(frame, baseline: str, *, confidence: float = 0.95, seed: int = 0):
     """
     import pandas as pd
 
-    from srelib.stats import bootstrap_ci, bootstrap_mean_difference
+    from srelib.analysis.stats import bootstrap_ci, bootstrap_mean_difference
 
     base = frame[frame["policy"] == baseline]
     rows = []
@@ -154,7 +154,7 @@ def stopping_experiment(seeds: int | Iterable[int] = 10, tasks: str | Sequence[s
     """When should phase 1 stop? Confidence-threshold stopping at fixed thresholds and, with
     ``tuned``, a threshold per task tuned on ``tuning_seeds`` (kept apart from ``seeds``), all
     joined to the revert phase-2 policy, in joint episodes. Baseline: the first threshold."""
-    from srelib.policies.scripted.stopping import _stop_then, tune_thresholds
+    from srelib.policies.scripted.stopping import _stop_then
     from srelib.policies.scripted.revert import RevertPhase2Policy
 
     conditions = {f"stop@{t:g}": functools.partial(_stop_then, t, RevertPhase2Policy)
@@ -165,14 +165,39 @@ def stopping_experiment(seeds: int | Iterable[int] = 10, tasks: str | Sequence[s
     return ablate(conditions, tasks=tasks, pools=("C", "D"), seeds=seeds, **ablate_kwargs)
 
 
+#: Thresholds that :func:`tune_thresholds` tries by default.
+THRESHOLD_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def tune_thresholds(phase2_policy, tasks: str | Sequence[str] = "all",
+                    seeds: Iterable[int] = range(1000, 1008),
+                    grid: Sequence[float] = THRESHOLD_GRID, **evaluate_kwargs) -> dict[str, float]:
+    """Per task, the threshold of ``grid`` with the best mean final score over ``seeds``.
+
+    Run on seeds kept apart from the ones a tuned policy is evaluated on (the default seeds start
+    at 1000), in joint episodes (pools C and D) with ``phase2_policy`` after the handoff. Ties go
+    to the lower threshold, the cheaper investigation.
+    """
+    from srelib.policies.scripted.stopping import _stop_then
+    from srelib.runners.rollout import JOINT_POOLS, evaluate
+
+    evaluate_kwargs.setdefault("progress", False)
+    conditions = {f"{t:g}": functools.partial(_stop_then, t, phase2_policy) for t in grid}
+    frame = evaluate(conditions, tasks=tasks, pools=JOINT_POOLS, seeds=list(seeds),
+                     **evaluate_kwargs)
+    means = frame.groupby(["task", "policy"])["final"].mean()
+    return {task: min(grid, key=lambda t: (-means[(task, f"{t:g}")], t))
+            for task in sorted(set(frame["task"]))}
+
+
 def credit_experiment(seeds: int | Iterable[int] = 10, tasks: str | Sequence[str] = "all",
                       **ablate_kwargs) -> Ablation:
     """How much credit does counting r_cross move onto phase 1? The same heuristic handoffs,
     scored by phase 1's own components alone and with r_cross added (the repair its handoff
     earned over an empty one, calibrated per task by :func:`srelib.measure_null_context`)."""
     from srelib.policies.scripted.revert import RevertPhase2Policy
-    from srelib.ceiling import measure_null_context
-    from srelib.rollout import JOINT_POOLS
+    from srelib.analysis.ceiling import measure_null_context
+    from srelib.runners.rollout import JOINT_POOLS
 
     null_repair = measure_null_context(RevertPhase2Policy, tasks=tasks, seeds=seeds)
     policy = functools.partial(_heuristic_then, RevertPhase2Policy)
@@ -193,7 +218,7 @@ def oracle_phase1_experiment(seeds: int | Iterable[int] = 10,
     repairs nothing, so mostly on the no-fault task)."""
     from srelib.policies.scripted.baselines import OracleP1ThenRandomP2Policy
     from srelib.policies.scripted.revert import RevertPhase2Policy
-    from srelib.rollout import JOINT_POOLS
+    from srelib.runners.rollout import JOINT_POOLS
 
     conditions = {
         "oracle_p1": Condition(functools.partial(_composite, OracleP1ThenRandomP2Policy,

@@ -1,7 +1,7 @@
 """Clients of ``srelib serve``: OpenEnv's ``EnvClient`` for srelib, and :class:`RemoteEnv`.
 
 :class:`SreClient` is an ``openenv`` ``EnvClient`` (async; ``.sync()`` for blocking code) that
-speaks the typed models of :mod:`srelib.server`. :class:`RemoteEnv` wraps it in
+speaks the typed models of :mod:`srelib.serve.server`. :class:`RemoteEnv` wraps it in
 ``IncidentEnv``'s own ``reset``/``step`` contract, so ``run_episode``, ``evaluate(env=...)``
 and the widgets run against a server unchanged::
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import srelib.server  # noqa: F401,I001 - first, so a missing OpenEnv names the serve extra
+import srelib.serve.server  # noqa: F401,I001 - first, so a missing OpenEnv names the serve extra
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from pydantic import ValidationError
 
 from srelib.env.actions import PARSE_ERROR
-from srelib.server import (ACTION_KEYS, NoEpisodeError, SessionClosedError, SreAction,
+from srelib.serve.server import (ACTION_KEYS, NoEpisodeError, SessionClosedError, SreAction,
                            SreObservation, SreState, observation_dict)
 
 _SERVER_ERROR = re.compile(r"Server error: (?P<message>.*) \(code: (?P<code>\w+)\)\s*$", re.S)

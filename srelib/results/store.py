@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from srelib.env.actions import PARSE_ERROR
-from srelib.localisation import LOCALISATION_COLUMNS, PARTIAL_REPAIR, partial_repair
+from srelib.results.localisation import LOCALISATION_COLUMNS, PARTIAL_REPAIR, partial_repair
 from srelib.redact import scrub_secrets
 
 try:
@@ -39,11 +39,11 @@ LOCK_FILE = EPISODES_FILE + ".lock"
 KEY_COLUMNS = ("policy", "task", "pool", "mode", "seed")
 #: Score components in the order of ``grading.WEIGHTS`` (see docs/CONTRACTS.md, Scores).
 COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
-#: Columns of the frames that :func:`load_run` and :func:`srelib.evaluate` return.
+#: Columns of the frames that :func:`srelib.load_run` and :func:`srelib.evaluate` return.
 COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", *PARTIAL_REPAIR, "p1_steps",
            "p2_steps", "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s",
            "wall_s", "error", "oracle",
-           *LOCALISATION_COLUMNS)  # analysis columns (srelib.localisation), never in the reward
+           *LOCALISATION_COLUMNS)  # analysis columns (srelib.results.localisation), never in the reward
 #: Episode fields that no replay can check: what the policy cost, the text of its failure, and
 #: whether it was handed the answer. ``run.json`` lists them under ``unverifiable``.
 UNVERIFIABLE = ("tokens", "latency_s", "wall_s", "error", "oracle")
@@ -124,8 +124,8 @@ class Episode:
                 f"policy={self.policy}, final={final}, steps={len(self.steps)}{error})")
 
     def localisation(self) -> dict[str, Any]:
-        """The episode's localisation columns (:mod:`srelib.localisation`; analysis only)."""
-        from srelib.localisation import localisation
+        """The episode's localisation columns (:mod:`srelib.results.localisation`; analysis only)."""
+        from srelib.results.localisation import localisation
 
         return localisation(self.task, self.mode, self.steps)
 
@@ -378,27 +378,6 @@ def load_episode(source: Any, index: int = 0) -> dict:
             raise ValueError(f"index {index} out of range: {path} holds {len(lines)} episodes")
         return Episode.from_json(lines[index]).to_dict()
     return Episode.from_dict(json.loads(path.read_text(encoding="utf-8"))).to_dict()
-
-
-def load_run(path: str | os.PathLike, verify: bool = False):
-    """The episodes of a run directory (or of its ``episodes.jsonl``) as a tidy DataFrame,
-    one row per episode.
-
-    ``verify=True`` first checks the run against its manifest's planned grid and replays every
-    episode through the seeded environment (:func:`srelib.verify.verify_run`); it raises
-    ``ValueError`` naming each missing, extra or changed episode: use it whenever saved results
-    are compared.
-    """
-    episodes = load_episodes(path)
-    if verify:
-        from srelib.verify import verify_run
-
-        problems = verify_run(run_directory(path), episodes)
-        if problems:
-            shown = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
-            raise ValueError(f"{len(problems)} of {len(episodes)} episodes in {path} do not replay "
-                             f"to what is stored or planned: {shown}")
-    return frame_from_episodes(episodes)
 
 
 def run_directory(path: str | os.PathLike) -> Path:

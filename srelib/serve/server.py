@@ -13,8 +13,8 @@ its cap on concurrent sessions and its idle-session reaper. srelib adds:
 * ``/metadata`` with srelib's name, version, description, the action and observation schemas
   and the reward range (:data:`srelib.env.core.REWARD_RANGE`);
 * the actions as MCP tools on OpenEnv's ``/mcp`` route, with MCP's session handshake, so a
-  standard MCP client connects (:mod:`srelib.server_mcp`);
-* :mod:`srelib.server_guard`: malformed WebSocket frames get an error reply, and no client
+  standard MCP client connects (:mod:`srelib.serve.mcp`);
+* :mod:`srelib.serve.guard`: malformed WebSocket frames get an error reply, and no client
   attaches to or closes another's session through ``/ws`` or ``/mcp``; integers are strict
   (``"seed": true`` or ``"7"``: 422).
 
@@ -47,8 +47,8 @@ from pydantic_core import PydanticCustomError
 from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
 from srelib.env.core import IncidentEnv
 from srelib.env.types import Status
-from srelib.server_guard import Clients, Guard, client_host, timed_http
-from srelib.server_mcp import McpLifecycle
+from srelib.serve.guard import Clients, Guard, client_host, timed_http
+from srelib.serve.mcp import McpLifecycle
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
@@ -256,10 +256,10 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
 
     @property
     def mcp_server(self):
-        """The actions as MCP tools on this session (:mod:`srelib.server_mcp`), built on
+        """The actions as MCP tools on this session (:mod:`srelib.serve.mcp`), built on
         first use; OpenEnv's ``/mcp`` route serves them."""
         if self._mcp is None:
-            from srelib.server_mcp import action_tools
+            from srelib.serve.mcp import action_tools
 
             self._mcp = action_tools(self)
         return self._mcp
@@ -289,11 +289,11 @@ class SreMetadata(EnvironmentMetadata):
 def metadata() -> SreMetadata:
     """What ``GET /metadata`` returns (the manifest's name and version, pyproject's
     description)."""
-    import srelib
+    from srelib._version import __version__
     from srelib.env.core import REWARD_RANGE
 
     return SreMetadata(
-        name="srelib", version=srelib.__version__,
+        name="srelib", version=__version__,
         description=("A notebook workbench for studying LLM agents on SRE incidents: an incident "
                      "in seven services to diagnose (phase 1), then the culprit service's code "
                      "to patch (phase 2)."),
@@ -334,7 +334,7 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     """
     from fastapi import FastAPI
 
-    import srelib
+    from srelib._version import __version__
 
     if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
         raise ValueError(f"max_sessions must be a positive integer, got {max_sessions!r}")
@@ -347,7 +347,7 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     server = HTTPEnvServer(SreEnvironment, SreAction, SreObservation, env_name="srelib",
                            state_cls=SreState, concurrency_config=ConcurrencyConfig(
                                max_concurrent_envs=max_sessions, session_timeout=idle_timeout))
-    app = FastAPI(title="srelib incident environment", version=srelib.__version__,
+    app = FastAPI(title="srelib incident environment", version=__version__,
                   description="SRE incidents for LLM agents, served over OpenEnv's protocol.")
     # registered before OpenEnv's routes, so it answers /metadata with the schemas
     app.get("/metadata", tags=["Environment Info"], summary="Get environment metadata")(metadata)
@@ -455,7 +455,7 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
 
 
 def __getattr__(name: str):
-    """``srelib.server:app`` (the manifest's entry point) is built on first use."""
+    """``srelib.serve.server:app`` (the manifest's entry point) is built on first use."""
     if name == "app":
         globals()["app"] = value = build_app()
         return value
@@ -478,7 +478,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
           idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S,
           read_timeout: float = DEFAULT_READ_TIMEOUT_S, log_level: str = "info") -> None:
     """Run the server until interrupted (what ``srelib serve`` does); options as in
-    :func:`build_app`, and ``read_timeout`` (:func:`srelib.server_guard.timed_http`)."""
+    :func:`build_app`, and ``read_timeout`` (:func:`srelib.serve.guard.timed_http`)."""
     import uvicorn
 
     uvicorn.Server(_config(host, port, log_level, read_timeout, max_sessions=max_sessions,

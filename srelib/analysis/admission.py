@@ -1,24 +1,41 @@
-"""Admission of generated tasks by the validity gate: the gate's policies played on one task.
+"""Admission of generated tasks: their derived tests, then the validity gate's policies.
 
-:func:`gate_reasons` plays each policy of :func:`admission_policies` on a candidate task and
-returns the bounds of the gate rules (:func:`srelib.gate.rules`) it breaks (empty: admitted). The generator
-(``srelib.env.taskgen``) calls it for every candidate whose derived tests admit it. The
-runner-hijack, reward-probing and step-budget policies are left to the validity table: each
+:func:`derived_test_reasons` says why a candidate's derived tests reject it (at least 1
+FAIL_TO_PASS, except in the no-fault family, at least 3 PASS_TO_PASS, and a reference fix that
+passes every hidden test). :func:`gate_reasons` plays each policy of :func:`admission_policies`
+on a candidate task and returns the bounds of the gate's rules
+(:func:`srelib.analysis.gate.rules`) it breaks (empty: admitted). The suite build
+(:mod:`srelib.analysis.suite_build`) calls both for every candidate.
+The runner-hijack, reward-probing and step-budget policies are left to the validity table: each
 costs a sandbox run or dozens of episodes per task, and none depends on the bug site.
 
-:func:`audit_reasons` runs the tell audit (:mod:`srelib.tell_audit`) on the admitted suite:
-each single-field predictor over its bar is a finding the suite file records.
+:func:`audit_reasons` runs the tell audit (:mod:`srelib.analysis.tell_audit`) on the admitted
+suite: each single-field predictor over its bar is a finding the suite file records.
 """
 
 from __future__ import annotations
 
 from srelib.env.pools import POOLS
 from srelib.env.scenarios import get_scenario
-from srelib.gate import rules
-from srelib.tell_audit import audit_tasks, failures
-from srelib.validity import play
+from srelib.env.taskgen.family_lib import FAMILIES
+from srelib.analysis.gate import rules
+from srelib.analysis.tell_audit import audit_tasks, failures
+from srelib.analysis.validity import play
 
+MIN_FAIL_TO_PASS, MIN_PASS_TO_PASS = 1, 3
 SEEDS = (0, 1, 2)
+
+
+def derived_test_reasons(task: str, tests: dict) -> list[str]:
+    """Why the derived tests reject ``task`` (empty: they admit it)."""
+    reasons = []
+    if tests["broken"]:
+        reasons.append("reference fix fails hidden tests")
+    if FAMILIES[task.split(".", 1)[0]].needs_fix and len(tests["fail_to_pass"]) < MIN_FAIL_TO_PASS:
+        reasons.append(f"fewer than {MIN_FAIL_TO_PASS} FAIL_TO_PASS")
+    if len(tests["pass_to_pass"]) < MIN_PASS_TO_PASS:
+        reasons.append(f"fewer than {MIN_PASS_TO_PASS} PASS_TO_PASS")
+    return reasons
 
 
 def admission_policies() -> list[tuple[type, str, tuple]]:

@@ -10,7 +10,7 @@ policy saw before acting, and ``completion``, the assistant turn that answers wi
 (TRL's conversational prompt-completion format; with ``tool_turns=True`` a ``tool_calls``
 message, as in the GRPO rollouts); ``action``, the action as a JSON string (one
 schema for every row); ``valid``; ``reward``, the step's; ``score``, the episode's final;
-``localisation``, the episode's localisation columns (:mod:`srelib.localisation`, analysis
+``localisation``, the episode's localisation columns (:mod:`srelib.results.localisation`, analysis
 only: never a reward).
 :func:`to_dataset` makes a Hugging Face ``datasets.Dataset`` of them, with each tool call's
 arguments as JSON text (OpenAI's form, which the tool chat format renders the same): Arrow would
@@ -41,7 +41,7 @@ def turn_rows(episodes: Iterable[Any], **transcript_options: Any) -> Iterator[di
     Raises ValueError if an episode does not replay to its own records and score
     (:func:`srelib.verify_episode`, whose replay also gives the observations)."""
     from srelib.policies.llm.prompts import Transcript
-    from srelib.verify import verify_episode
+    from srelib.results.verify import verify_episode
 
     for episode in episodes:
         check = verify_episode(episode)

@@ -1,6 +1,6 @@
 """The tell audit: can one surface field, read alone, give the answer away?
 
-For every task the audit reads what an agent sees at the page (:func:`srelib.shortcuts.gather`:
+For every task the audit reads what an agent sees at the page (:func:`srelib.analysis.shortcuts.gather`:
 title, summary, severity, alerts, every service's deploy history and logs, the git log) and
 cuts it into fields. Each field has a kind: the ``exact`` value, a ``masked`` template (service
 and package names and digits replaced) or a ``position`` (an order or a count). A field
@@ -120,7 +120,7 @@ def _key(name: str, kind: str) -> str:
 def surface(task: str, seed: int = 0) -> Surface:
     """The fields of ``task`` as one episode (``seed``) shows them at the page."""
     from srelib.env.scenarios import get_scenario
-    from srelib.shortcuts import gather
+    from srelib.analysis.shortcuts import gather
 
     sc, ev = get_scenario(task), gather(task, seed)
     s = Surface(task, sc.root_cause_service, sc.fault_class, sc.needs_fix, sc.bad_commit)

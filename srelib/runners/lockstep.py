@@ -10,8 +10,8 @@ from srelib.episode import EpisodeRun, EpisodeSteps, advance, episode_steps
 from srelib.policies.base import call_reset
 from srelib.policies.oracle import hand_answer, needs_answer
 from srelib.policies.specs import instantiate
-from srelib.results import Episode
-from srelib.usage import usage_mark, usage_per_item
+from srelib.results.store import Episode
+from srelib.runners.usage import usage_mark, usage_per_item
 
 
 class _Lane:
@@ -32,7 +32,7 @@ class _Lane:
 def run_lockstep(policy: Any, jobs: Sequence, *, max_steps: int | None = None,
                  null_repair: Mapping[str, float] | None = None,
                  env: Callable[[], Any] | None = None) -> list[Episode]:
-    """Run ``jobs`` (:class:`~srelib.rollout.EpisodeJob`) together with a batch policy.
+    """Run ``jobs`` (:class:`~srelib.runners.play.EpisodeJob`) together with a batch policy.
 
     ``act_batch`` receives ``(observation, phase, task_name, lane)`` for the episodes still
     running (``lane`` is the job's position), after ``reset_batch([(seed, task), ...])`` where
@@ -42,7 +42,7 @@ def run_lockstep(policy: Any, jobs: Sequence, *, max_steps: int | None = None,
     zero-argument factory of environments (default ``IncidentEnv``), one per lane.
     """
     from srelib.env.core import IncidentEnv
-    from srelib.rollout import episode_record
+    from srelib.runners.play import episode_record
 
     make_env = env or IncidentEnv
     policy = instantiate(policy, copy_instance=False)

@@ -2,7 +2,7 @@
 
 OpenEnv answers ``tools/list`` and ``tools/call`` on ``POST /mcp`` (and on the ``/mcp``
 WebSocket) from an environment's ``mcp_server``. :func:`action_tools` builds that server for one
-session's :class:`~srelib.server.SreEnvironment`: one tool per action, its input schema the
+session's :class:`~srelib.serve.server.SreEnvironment`: one tool per action, its input schema the
 action vocabulary's (:func:`srelib.policies.llm.tools.tool_definitions`, the schema the chat
 policies and the TRL adapter use), plus :data:`NEW_INCIDENT`, which starts an episode. A call
 returns MCP's ``CallToolResult``: the observation as text (as the tool-calling policies see it)
@@ -24,7 +24,7 @@ import threading
 from typing import Any, Callable
 
 from srelib.env.pools import MODES, POOLS
-from srelib.server_guard import BodyTooLarge, Clients, client_host, read_body, respond_json
+from srelib.serve.guard import BodyTooLarge, Clients, client_host, read_body, respond_json
 
 #: The tool that starts an episode (OpenEnv reserves ``reset`` for its own protocol).
 NEW_INCIDENT = "new_incident"
@@ -46,15 +46,15 @@ _TOKEN = b"x-session-token"  # an MCP session's id is its token (server_guard.Cl
 
 
 def action_tools(env) -> Any:
-    """A FastMCP server whose tools play ``env`` (a :class:`~srelib.server.SreEnvironment`)."""
+    """A FastMCP server whose tools play ``env`` (a :class:`~srelib.serve.server.SreEnvironment`)."""
     from fastmcp import FastMCP
     from fastmcp.tools.function_tool import FunctionTool
 
-    import srelib
+    from srelib._version import __version__
     from srelib.policies.llm.tools import tool_definitions
 
     lock = threading.Lock()  # one call at a time on the session's environment
-    server = FastMCP("srelib", version=srelib.__version__)
+    server = FastMCP("srelib", version=__version__)
     tools = [(NEW_INCIDENT, "Start an incident (an episode); call it before any action.",
               _RESET_SCHEMA)]
     tools += [(t["function"]["name"], t["function"]["description"], t["function"]["parameters"])
@@ -82,7 +82,7 @@ def tool_result(env, name: str, arguments: dict) -> dict:
 
     from srelib.policies.llm.prompts import render_observation
     from srelib.policies.llm.tools import action_from_tool_call
-    from srelib.server import NoEpisodeError, SreAction, observation_dict
+    from srelib.serve.server import NoEpisodeError, SreAction, observation_dict
 
     try:
         if name == NEW_INCIDENT:
@@ -145,7 +145,7 @@ class McpLifecycle:
         from mcp.shared.version import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
         from openenv.core.env_server import SessionCapacityError
 
-        import srelib
+        from srelib._version import __version__
 
         host, request_id = client_host(scope), request.get("id")
         if self.clients.full(host, lambda s: s in self.server._sessions):
@@ -161,7 +161,7 @@ class McpLifecycle:
         result = {"protocolVersion": asked if asked in SUPPORTED_PROTOCOL_VERSIONS
                   else LATEST_PROTOCOL_VERSION,
                   "capabilities": {"tools": {"listChanged": False}},
-                  "serverInfo": {"name": "srelib", "version": srelib.__version__},
+                  "serverInfo": {"name": "srelib", "version": __version__},
                   "instructions": f"Call {NEW_INCIDENT} to start an incident, then the actions."}
         await respond_json(send, 200, _result(request_id, result), [(_HEADER, session.encode())])
 

@@ -63,7 +63,7 @@ def score_distributions(frame, value: str = "final", *, kind: str = "violin",
     import numpy as np
     from matplotlib.lines import Line2D
 
-    from srelib.stats import bootstrap_ci
+    from srelib.analysis.stats import bootstrap_ci
 
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; valid kinds: {list(KINDS)}")
@@ -166,7 +166,7 @@ def resolved_rates(frame, *, policies: Sequence[str] | None = None):
     ones do) and of phase-2 episodes that proposed no patch, as stacked horizontal bars."""
     import numpy as np
 
-    from srelib.behaviour import resolved_rates as rates_of
+    from srelib.analysis.behaviour import resolved_rates as rates_of
 
     policies = _levels(frame, "policy", policies)
     phase2 = frame[frame["mode"] != "p1_only"]
@@ -195,7 +195,7 @@ def paired_difference(frame, policy_a: str, policy_b: str, value: str = "final",
                       seed: int = 0):
     """``policy_a - policy_b`` per task, paired on task, pool, mode and seed, as a point with
     its 95% bootstrap CI; the last row is all tasks together. Right of zero: A scored more."""
-    from srelib.stats import paired_difference as table_of
+    from srelib.analysis.stats import paired_difference as table_of
 
     table = table_of(frame, policy_a, policy_b, value, seed=seed)
     order = {t: i for i, t in enumerate(_levels(frame, "task", None))}
@@ -279,13 +279,13 @@ def localisation_vs_score(frame, value: str = "final", *,
 
     Two panels: phase-1 localisation (``1 / culprit_rank``) and phase-2 localisation (the share
     of bad commit diffed, bad file read, bad file edited, bad function edited), from
-    :func:`srelib.localisation.localisation_scores`; points are jittered a little so equal
+    :func:`srelib.results.localisation.localisation_scores`; points are jittered a little so equal
     episodes stay visible. Two agents that both fail to repair part here when one found the
     bad code and the other never opened it.
     """
     import numpy as np
 
-    from srelib.localisation import localisation_scores
+    from srelib.results.localisation import localisation_scores
 
     policies = _levels(frame, "policy", policies)
     colours = policy_colours(policies)
@@ -317,7 +317,7 @@ def localisation_vs_score(frame, value: str = "final", *,
 
 
 def repair_ladder(table):
-    """The repair ladder from :func:`srelib.ceiling.summarize_ladder`: the share repaired in full
+    """The repair ladder from :func:`srelib.analysis.ceiling.summarize_ladder`: the share repaired in full
     per rung (bars, bootstrap CIs), one panel per suite, each real policy's share as a
     horizontal line placed on the ladder."""
     import numpy as np
@@ -391,7 +391,7 @@ def parse_failure_rate(frame, *, policies: Sequence[str] | None = None, seed: in
     """
     import numpy as np
 
-    from srelib.stats import bootstrap_ci
+    from srelib.analysis.stats import bootstrap_ci
 
     policies = _levels(frame, "policy", policies)
     colours = policy_colours(policies)

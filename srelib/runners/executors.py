@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from srelib.policies.specs import instantiate
-from srelib.results import Episode
+from srelib.results.store import Episode
 
 
 class RayExecutor(Executor):
@@ -91,7 +91,7 @@ def work_units(policies: Mapping[str, Any], jobs: Sequence, max_steps: int | Non
 def run_unit(unit: WorkUnit) -> list[Episode]:
     """Run a unit's jobs one after another on one environment (in whatever process it is)."""
     from srelib.env.core import IncidentEnv
-    from srelib.rollout import run_episode
+    from srelib.runners.play import run_episode
 
     spec, make_env = (p.load() if isinstance(p, _Portable) else p
                       for p in (unit.spec, unit.env_factory))

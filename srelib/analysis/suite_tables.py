@@ -67,7 +67,7 @@ def generated_tables(report=None) -> dict:
 
 def print_generated(report=None) -> None:
     """Print :func:`generated_counts` as markdown, one titled table each (no pandas needed)."""
-    from srelib.stats import markdown_table
+    from srelib.analysis.stats import markdown_table
 
     titles = {"summary": "Generated suite", "families": "Tasks per family and split",
               "services": "Tasks per culprit service and split",

@@ -102,7 +102,7 @@ def verify_episode(episode: Any, *, max_steps: int | None = None,
     from srelib.env.core import IncidentEnv
     from srelib.env.grading import score_trajectory
     from srelib.episode import RUNNER_ENDINGS, EpisodeSpec, advance, episode_steps
-    from srelib.results import Episode
+    from srelib.results.store import Episode
 
     if isinstance(episode, dict):
         episode = Episode.from_dict(episode)
@@ -186,7 +186,7 @@ def _count_problems(episode: Any, replayed: dict, null_repair: Mapping | None) -
     """The parse failures and ``r_cross`` the episode states, against its records and score."""
     from srelib.env.grading import r_cross
     from srelib.env.task_ids import by_task
-    from srelib.results import count_parse_failures
+    from srelib.results.store import count_parse_failures
 
     problems = []
     counted = count_parse_failures([r for r in episode.steps if isinstance(r, dict)])
@@ -210,7 +210,7 @@ def verify_run(path: Any, episodes: list | None = None) -> list[str]:
     that does not replay (:func:`verify_episode` with the run's ``max_steps`` and
     ``null_repair``). Episodes are named by their key, the task by its public name. Empty: the
     run is what its manifest and the environment say it is."""
-    from srelib.results import load_config, load_episodes, plan_digest
+    from srelib.results.store import load_config, load_episodes, plan_digest
 
     episodes = load_episodes(path) if episodes is None else episodes
     try:

@@ -4,9 +4,10 @@ Each gate policy is a plain Policy callable ``(observation, phase, task_name) ->
 ``reset()``. :func:`validity_table` plays each over every task in its joint pool (C for
 training tasks, D for held-out ones), or over the pool its rule names, and checks the mean per
 task of the score (or of the component its rule names) against its bound
-(:func:`srelib.gate.rules`: the reference's floor and every shortcut's bound, from :mod:`srelib.adversarial`).
+(:func:`srelib.analysis.gate.rules`: the reference's floor and every shortcut's bound, from
+:mod:`srelib.adversarial`).
 A policy with ``warmup_seeds`` (a learner) first plays those seeds on each task, unmeasured.
-:func:`format_validity_table` renders the rows as markdown; ``python -m srelib.validity``
+:func:`format_validity_table` renders the rows as markdown; ``python -m srelib.analysis.validity``
 prints the summary table the README shows.
 """
 
@@ -14,13 +15,13 @@ from __future__ import annotations
 
 from srelib.env.pools import POOLS
 from srelib.env.scenarios import TASKS, get_scenario
-from srelib.gate import rules
+from srelib.analysis.gate import rules
 
 
 def __getattr__(name: str):
     """``GATE`` (policy class -> (kind, bound)), ``GATE_POOLS`` (-> pool, where not joint) and
     ``GATE_METRIC`` (-> component, where not the final score): views of
-    :func:`srelib.gate.rules`, read when asked for (the rules' folder loads on first use)."""
+    :func:`srelib.analysis.gate.rules`, read when asked for (the rules' folder loads on first use)."""
     if name == "GATE":
         return {cls: (r.kind, r.bound) for cls, r in rules().items()}
     if name == "GATE_POOLS":
@@ -49,7 +50,7 @@ def play(policy, task_name: str, seed: int, pool: str | None = None,
     and no pool, in that mode; returns the score breakdown. A gate policy that raises is a bug
     in the gate: RuntimeError."""
     from srelib.env.core import IncidentEnv
-    from srelib.rollout import run_episode
+    from srelib.runners.rollout import run_episode
 
     if mode is None:
         pool = pool or pool_for(task_name)
@@ -69,8 +70,8 @@ def _row(policy: str, task: str, score: float, kind: str, bound: float, metric: 
 
 
 def validity_table(seeds=range(3), policies=None) -> list[dict]:
-    """Gate policies (default: every one of :func:`srelib.gate.rules`) on their tasks: rows of policy, task, pool,
-    mean score, bound, ok."""
+    """Gate policies (default: every one of :func:`srelib.analysis.gate.rules`) on their tasks:
+    rows of policy, task, pool, mean score, bound, ok."""
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must not be empty")
@@ -121,10 +122,10 @@ def format_validity_summary(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m srelib.validity [--seeds N] [--full]``: print the summary (or every row)."""
+    """``python -m srelib.analysis.validity [--seeds N] [--full]``: print the summary (or every row)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m srelib.validity", description=(
+    parser = argparse.ArgumentParser(prog="python -m srelib.analysis.validity", description=(
         "Play every validity-gate policy on its tasks and print the summary table."))
     parser.add_argument("--seeds", type=int, default=3, help="seeds per task (0..N-1; default 3)")
     parser.add_argument("--full", action="store_true", help="one row per policy and task")

@@ -15,8 +15,8 @@ import math
 from typing import Any, Iterable, Mapping, Sequence
 
 from srelib.policies.specs import instantiate
-from srelib.results import KEY_COLUMNS
-from srelib.rollout import JOINT_POOLS, evaluate
+from srelib.results.store import KEY_COLUMNS
+from srelib.runners.rollout import JOINT_POOLS, evaluate
 
 
 def measure_null_context(phase2_policy, tasks: str | Sequence[str] = "all",
@@ -88,7 +88,7 @@ def summarize_ceiling(frame, *, confidence: float = 0.95, seed: int = 0):
     """
     import pandas as pd
 
-    from srelib.stats import bootstrap_ci
+    from srelib.analysis.stats import bootstrap_ci
 
     names = list(dict.fromkeys(frame["policy"]))
     if "oracle" not in names:
@@ -194,7 +194,7 @@ def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):
     """
     import pandas as pd
 
-    from srelib.stats import bootstrap_ci
+    from srelib.analysis.stats import bootstrap_ci
 
     rows = []
     suites = sorted(set(frame["suite"]), key=lambda s: (s.split(":")[0], not s.endswith(":train")))

@@ -3,7 +3,7 @@
 * :class:`EpisodeStepper` plays an incident: pick a task, pool, seed and policy (or play it
   yourself through a form built from ``actions.ACTION_SPECS``), then Reset, Step or Run to end.
   Run to end works in a background thread, so the kernel stays free while a slow policy thinks.
-* :class:`TrajectoryViewer` replays a saved :class:`~srelib.results.Episode` with a slider and a
+* :class:`TrajectoryViewer` replays a saved :class:`~srelib.results.store.Episode` with a slider and a
   Play control, over the same panes, plus a phase timeline with per-step rewards.
 * :func:`to_html` writes an episode as one static, self-contained, deterministic HTML page.
 
@@ -20,7 +20,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Callable
 
-from srelib import render
+from srelib.widgets import render
 from srelib.env.actions import ACTION_SPECS, BELIEF_PARAMS, ActionType, clean_parameters
 from srelib.env.records import handoff
 from srelib.episode import EpisodeRun, EpisodeSpec, EpisodeSteps, advance, episode_steps
@@ -36,7 +36,7 @@ def replay(episode: dict) -> tuple[dict | None, list[dict | None], str | None]:
     """What a stored episode's agent saw, from :func:`srelib.verify_episode`'s replay:
     ``(reset_observation, observations, note)``, one observation per record, None from the
     first record that does not replay (``note`` then says where)."""
-    from srelib.verify import verify_episode
+    from srelib.results.verify import verify_episode
 
     check = verify_episode(episode)
     note = None if check.records_match else (
@@ -51,7 +51,7 @@ def to_html(episode: Any, index: int = 0, replay_results: bool = True) -> str:
     shows its rendered result (alerts, logs, metrics, files, diffs), recovered by a
     deterministic replay. The page is byte-identical for a fixed seed.
     """
-    from srelib.results import load_episode
+    from srelib.results.store import load_episode
 
     data = load_episode(episode, index)
     if not replay_results:
@@ -377,7 +377,7 @@ class EpisodeStepper(_Displayable):
         progress), or None in manual mode."""
         name = self.policy_picker.value
         if name not in self._policies and self._factories.get(name) is not None:
-            from srelib.rollout import reset_policy
+            from srelib.runners.rollout import reset_policy
 
             built = self._policies[name] = self._factories[name]()
             if self.run is not None:
@@ -400,7 +400,7 @@ class EpisodeStepper(_Displayable):
         if self.running:
             self.stop()
             self.wait()
-        from srelib.rollout import reset_policy
+        from srelib.runners.rollout import reset_policy
 
         with self._lock:
             spec = EpisodeSpec.resolve(self.task, self.pool_picker.value, self.mode,
@@ -544,7 +544,7 @@ class TrajectoryViewer(_Displayable):
     """
 
     def __init__(self, episode_or_path: Any, index: int = 0, interval_ms: int = 700):
-        from srelib.results import load_episode
+        from srelib.results.store import load_episode
 
         w = _widgets()
         self.episode = load_episode(episode_or_path, index)

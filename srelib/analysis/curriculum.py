@@ -9,7 +9,7 @@ settles within ``max_episodes`` stops the training stages; the held-out evaluati
 
 A ``learner`` callable, if given, is called with a :class:`CurriculumEvent` after every episode
 and after every stage: that is where a trainer updates the policy. With ``out``, episodes are
-stored as they finish (a run directory, see :mod:`srelib.results`) and a rerun resumes: the
+stored as they finish (a run directory, see :mod:`srelib.results.store`) and a rerun resumes: the
 same draws replay, stored episodes that verify (:func:`srelib.verify_episode`) are read back
 instead of run again (their events carry ``replayed=True``), and the run goes on where it
 stopped.
@@ -76,7 +76,7 @@ class CurriculumRun:
     @property
     def frame(self):
         """One row per episode, with the stage it belongs to."""
-        from srelib.results import KEY_COLUMNS, frame_from_episodes
+        from srelib.results.store import KEY_COLUMNS, frame_from_episodes
 
         stage_of = {(e.policy, e.public_task, *e.key[2:]): s for s, e in self._staged}  # as shown
         frame = frame_from_episodes(self.episodes)
@@ -120,7 +120,7 @@ class Curriculum:
         self._pools = POOLS
         self._store = None
         if out is not None:
-            from srelib.results import RunStore
+            from srelib.results.store import RunStore
 
             self._store = RunStore(out, resume=True)
             self._store.write_config({"curriculum": name, "seed": seed, "gate": vars(gate),
@@ -152,7 +152,7 @@ class Curriculum:
 
     def _episode(self, stage: str, rng: random.Random, stored: dict, run: CurriculumRun):
         from srelib.env.core import IncidentEnv
-        from srelib.rollout import run_episode
+        from srelib.runners.rollout import run_episode
 
         task = rng.choice(list(self._pools[stage].tasks))
         episode_seed = rng.randrange(2**31)
@@ -187,8 +187,8 @@ class Curriculum:
             return {}
         import warnings
 
-        from srelib.results import iter_episodes
-        from srelib.verify import verify_episode
+        from srelib.results.store import iter_episodes
+        from srelib.results.verify import verify_episode
 
         stored = list(iter_episodes(self._store.path))
         kept = {e.key: e for e in stored if verify_episode(e)}
