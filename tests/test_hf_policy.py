@@ -45,7 +45,7 @@ def test_tiny_model_is_small_gemma_and_cached(tiny_path):
 
 
 def test_a_tiny_model_asked_for_elsewhere_is_a_copy_of_the_one_build(tiny_path, tmp_path):
-    from srelib.tiny_model import default_model_dir
+    from srelib.training.tiny_model import default_model_dir
 
     again = Path(tiny_chat_model(tmp_path / "elsewhere"))
     for name in ("model.safetensors", "tokenizer.json", "config.json"):
