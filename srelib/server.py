@@ -26,6 +26,7 @@ Nothing is shared between sessions: each owns an :class:`~srelib.env.core.Incide
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import threading
 import uuid
@@ -65,6 +66,12 @@ PHASE2_KEYS = ("bad_commit_sha", "issue", "file_tree")
 ACTION_KEYS = ("action_type", "target_service", "parameters")
 #: Options ``reset`` accepts.
 RESET_OPTIONS = ("task", "pool", "mode", "seed", "episode_id")
+#: Actions that may wait on something other than this process's CPU (a sandboxed test run, a
+#: time-limited search) or cost more than a plain step: they run on a worker thread so that the
+#: event loop keeps serving other sessions. Every other step runs on the loop itself, as cheap
+#: as an in-process step (no thread hand-off). A text action is read by the environment, so it
+#: is treated as slow.
+SLOW_ACTIONS = frozenset({ActionType.PROPOSE_PATCH.value, ActionType.SEARCH_CODE.value})
 
 ServiceName = Literal[SERVICES]  # type: ignore[valid-type]
 ServiceStatus = Status
@@ -213,6 +220,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         self._info: dict = {}
         self._episode_id: str | None = None
         self._mcp = None
+        self._turn: asyncio.Lock | None = None  # one call at a time, made on the server's loop
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
               task: Optional[str] = None, pool: Optional[str] = None,
@@ -236,6 +244,27 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         obs, reward, terminated, truncated, info = env.step(action.to_env())
         self._info = info
         return _observation(obs, reward, terminated, truncated, info)
+
+    async def reset_async(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+                          **options: Any) -> SreObservation:
+        """:meth:`reset` on a worker thread (a task's first reset may build its repository)."""
+        async with self._lock():
+            return await asyncio.to_thread(self.reset, seed=seed, episode_id=episode_id,
+                                           **options)
+
+    async def step_async(self, action: SreAction, timeout_s: Optional[float] = None,
+                         **options: Any) -> SreObservation:
+        """:meth:`step` on the event loop, or on a worker thread for :data:`SLOW_ACTIONS`;
+        the session's calls run one at a time in the order they came."""
+        async with self._lock():
+            if action.text is not None or action.action_type in SLOW_ACTIONS:
+                return await asyncio.to_thread(self.step, action, timeout_s, **options)
+            return self.step(action, timeout_s, **options)
+
+    def _lock(self) -> asyncio.Lock:
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        return self._turn
 
     @property
     def state(self) -> SreState:
@@ -469,8 +498,10 @@ def __getattr__(name: str):
 def _config(host: str, port: int, log_level: str, read_timeout: float, **app_options):
     import uvicorn
 
+    # no permessage-deflate: an observation is a few kB, and compressing every frame cost the
+    # server more CPU than the whole step (bench/bench_serve.py --profile)
     return uvicorn.Config(build_app(**app_options), host=host, port=port, log_level=log_level,
-                          http=timed_http(read_timeout))
+                          http=timed_http(read_timeout), ws_per_message_deflate=False)
 
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
