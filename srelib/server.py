@@ -50,6 +50,7 @@ from srelib.env.core import IncidentEnv
 from srelib.env.types import Status
 from srelib.server_guard import Clients, Guard, client_host, timed_http
 from srelib.server_mcp import McpLifecycle
+from srelib.server_sessions import Sessions
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
@@ -381,10 +382,10 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     # registered before OpenEnv's routes, so it answers /metadata with the schemas
     app.get("/metadata", tags=["Environment Info"], summary="Get environment metadata")(metadata)
     server.register_routes(app, mode="simulation")
-    clients = Clients(max_per_client)
-    _add_sessions(app, server, idle_timeout, clients)
-    app.add_middleware(Guard, clients=clients, live=lambda session: session in server._sessions)
-    app.add_middleware(McpLifecycle, server=server, clients=clients)
+    clients, sessions = Clients(max_per_client), Sessions(server)
+    _add_sessions(app, server, sessions, idle_timeout, clients)
+    app.add_middleware(Guard, clients=clients, live=sessions.live)
+    app.add_middleware(McpLifecycle, sessions=sessions, clients=clients)
     app.state.openenv_server = server
     return app
 
@@ -395,7 +396,7 @@ def per_client_default(max_sessions: int) -> int:
     return max(1, int(max_sessions * CLIENT_SHARE))
 
 
-def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
+def _add_sessions(app, server: HTTPEnvServer, sessions: Sessions, idle_timeout: float | None,
                   clients: Clients) -> None:
     """HTTP sessions over OpenEnv's session registry (same cap, same idle reaper), each opened
     by the token ``POST /sessions`` returns, sent as ``X-Session-Token``."""
@@ -420,7 +421,7 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
     def _env(session_id: str, token: str | None) -> SreEnvironment:
-        env = server._sessions.get(session_id)
+        env = sessions.environment(session_id)
         if env is None or session_id not in clients.tokens or clients.foreign(session_id, token):
             lapse = f"idle for more than {idle_timeout:g} s, " if idle_timeout else ""
             raise HTTPException(404, f"no session {session_id!r}: it was closed, {lapse}or "
@@ -429,10 +430,10 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
 
     async def _run(session_id: str, call, *args, stepped: bool = False, **kwargs):
         try:
-            result = await server._run_in_session_executor(session_id, call, *args, **kwargs)
+            result = await call(*args, **kwargs)
         except (ValueError, RuntimeError) as exc:
             raise HTTPException(400, str(exc)) from exc
-        server._update_session_activity(session_id, increment_step=stepped)
+        sessions.used(session_id, stepped=stepped)
         return result
 
     @app.get("/sessions", tags=["Sessions"], summary="Session capacity and timeout")
@@ -444,11 +445,11 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
     @app.post("/sessions", status_code=201, tags=["Sessions"], summary="Open a session")
     async def open_session(request: Request) -> dict:
         host = client_host(request.scope)
-        if clients.full(host, lambda s: s in server._sessions):
+        if clients.full(host, sessions.live):
             raise HTTPException(429, f"this client holds {clients.max_per_client} sessions, the "
                                      "most one client may; close one first")
         try:
-            session_id, _env_ = await server._create_session()
+            session_id, _env_ = await sessions.open()
         except SessionCapacityError as exc:
             raise HTTPException(503, f"{exc}; close a session or retry later") from exc
         clients.tokens[session_id], clients.owners[session_id] = secrets.token_urlsafe(24), host
@@ -458,26 +459,26 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
     async def reset_session(session_id: str, body: _ResetBody | None = None,
                             x_session_token: str | None = Header(None)) -> dict:
         options = body.model_dump(exclude_unset=True) if body is not None else {}
-        obs = await _run(session_id, _env(session_id, x_session_token).reset, **options)
+        obs = await _run(session_id, _env(session_id, x_session_token).reset_async, **options)
         return serialize_observation(obs)
 
     @app.post("/sessions/{session_id}/step", tags=["Sessions"], summary="Take one action")
     async def step_session(session_id: str, body: _StepBody,
                            x_session_token: str | None = Header(None)) -> dict:
         env = _env(session_id, x_session_token)
-        obs = await _run(session_id, env.step, body.action, stepped=True)
+        obs = await _run(session_id, env.step_async, body.action, stepped=True)
         return serialize_observation(obs)
 
     @app.get("/sessions/{session_id}/state", tags=["Sessions"], summary="The session's episode")
     async def session_state(session_id: str, x_session_token: str | None = Header(None)) -> dict:
         env = _env(session_id, x_session_token)
-        state = await _run(session_id, lambda: env.state)
-        return state.model_dump()
+        sessions.used(session_id)
+        return env.state.model_dump()
 
     @app.delete("/sessions/{session_id}", tags=["Sessions"], summary="Close a session")
     async def close_session(session_id: str, x_session_token: str | None = Header(None)) -> dict:
         _env(session_id, x_session_token)
-        await server._destroy_session(session_id)
+        await sessions.close(session_id)
         clients.tokens.pop(session_id, None)
         clients.owners.pop(session_id, None)
         return {"session_id": session_id, "closed": True}
