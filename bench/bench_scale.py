@@ -9,6 +9,8 @@ worker: 1.0 is perfect scaling; on a machine with fewer cores than workers it ca
 
     python bench/bench_scale.py --seeds 4
     python bench/bench_scale.py --seeds 2 --engines dask          # Dask only
+    python bench/bench_scale.py --seeds 40 --dask-scheduler tcp://head:8786   # a running cluster
+    python bench/bench_scale.py --seeds 40 --ray-address auto                   # (as it is sized)
 """
 
 from __future__ import annotations
@@ -35,23 +37,26 @@ def grid(seeds: int) -> dict:
     return dict(tasks="all", pools=["A", "C"], seeds=seeds, progress=False)
 
 
-def _dask(workers: int):
-    """A context manager giving a Dask executor over a local cluster of ``workers`` processes."""
-    from contextlib import contextmanager
+def _dask(workers: int, address: str | None = None):
+    """A context manager giving a Dask executor over a local cluster of ``workers`` processes,
+    or over the running cluster whose scheduler is at ``address``."""
+    from contextlib import ExitStack, contextmanager
 
     @contextmanager
     def cluster():
         from dask.distributed import Client, LocalCluster
 
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as local, Client(local) as client, \
-                client.get_executor() as executor:
-            yield executor
+        with ExitStack() as stack:
+            target = address or stack.enter_context(LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None))
+            client = stack.enter_context(Client(target))
+            yield stack.enter_context(client.get_executor())
 
     return cluster()
 
 
-def _ray(workers: int):
+def _ray(workers: int, address: str | None = None):
+    """The same over Ray: a local node with ``workers`` CPUs, or the cluster at ``address``."""
     from contextlib import contextmanager
 
     @contextmanager
@@ -60,8 +65,9 @@ def _ray(workers: int):
 
         from srelib.executors import RayExecutor
 
-        ray.init(num_cpus=workers, include_dashboard=False, logging_level="ERROR",
-                 log_to_driver=False)
+        options = {"address": address} if address else {"num_cpus": workers,
+                                                        "include_dashboard": False}
+        ray.init(logging_level="ERROR", log_to_driver=False, **options)
         try:
             yield RayExecutor()
         finally:
@@ -73,12 +79,12 @@ def _ray(workers: int):
 ENGINES = {"dask": _dask, "ray": _ray}
 
 
-def measure(engine: str, workers: int, seeds: int, serial) -> dict:
+def measure(engine: str, workers: int, seeds: int, serial, address: str | None = None) -> dict:
     import srelib
 
     policies = {"heuristic-revert": policy}
     start = time.perf_counter()
-    with ENGINES[engine](workers) as executor:
+    with ENGINES[engine](workers, address) as executor:
         startup = time.perf_counter() - start
         srelib.evaluate(policies, executor=executor, **grid(seeds))  # warm-up, untimed
         start = time.perf_counter()
@@ -92,7 +98,12 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4, help="seeds per task of the grid")
     parser.add_argument("--engines", nargs="+", choices=sorted(ENGINES), default=sorted(ENGINES))
+    parser.add_argument("--dask-scheduler", metavar="ADDRESS",
+                        help="measure this running Dask cluster (as sized) instead")
+    parser.add_argument("--ray-address", metavar="ADDRESS",
+                        help="measure this running Ray cluster (as sized) instead")
     args = parser.parse_args(argv)
+    addresses = {"dask": args.dask_scheduler, "ray": args.ray_address}
     import srelib
 
     start = time.perf_counter()
@@ -101,6 +112,12 @@ def main(argv: list[str] | None = None) -> list[Row]:
     rows = [Row("scale", "serial evaluate episodes/s", round(serial_eps, 2), "ep/s",
                 note=f"{len(serial)} episodes, this process, {os.cpu_count()} cores")]
     for engine in args.engines:
+        if addresses[engine]:
+            got = measure(engine, 0, args.seeds, serial, addresses[engine])
+            rows.append(Row("scale", f"{engine} cluster at {addresses[engine]} episodes/s",
+                            round(got["eps"], 2), "ep/s", "rows equal serial", met=got["same"],
+                            note=f"x{got['eps'] / serial_eps:.2f} serial"))
+            continue
         one = None
         for workers in WORKERS:
             got = measure(engine, workers, args.seeds, serial)

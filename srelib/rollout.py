@@ -14,7 +14,6 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from srelib.env.json_copy import json_copy
 from srelib.episode import EpisodeRun, EpisodeSpec, drive, episode_steps
 from srelib.executors import RayExecutor, run_on, run_unit, work_units
 from srelib.policies import base as policy_base
@@ -86,7 +85,9 @@ def episode_record(env: Any, run: EpisodeRun, policy_name: str,
                        mode=spec.mode, seed=int(spec.seed or 0), error=run.error,
                        ended_by=run.ended_by, wall_s=round(wall_s, 6), oracle=oracle)
     task = info["task"]
-    trajectory = json_copy(env.trajectory)
+    # the environment never changes a record once its step is over, and reset starts a new
+    # list: the episode keeps the records, not a copy of them
+    trajectory = list(env.trajectory)
     score = info.get("score") if (run.terminated or run.truncated) else None
     if score is None:
         score = score_trajectory(task, spec.mode, trajectory)

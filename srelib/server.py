@@ -140,7 +140,8 @@ class SreAction(Action):
         """What ``IncidentEnv.step`` takes: the text, or a dict of the fields the client sent."""
         if self.text is not None:
             return self.text
-        return self.model_dump(include=set(ACTION_KEYS), exclude_unset=True)
+        sent = self.model_fields_set  # the environment copies what it reads (agent_input)
+        return {key: getattr(self, key) for key in ACTION_KEYS if key in sent}
 
 
 def _observation_fields() -> dict[str, Any]:
@@ -302,9 +303,14 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
 
 
 def _observation(obs: dict, reward, terminated: bool, truncated: bool, info: dict):
+    """The step's :class:`SreObservation`, built without validation: the environment's
+    observation has these types by construction (``srelib.env.types.Observation``; the served
+    episodes' test compares them with in-process ones), and validating every step cost the
+    server more than building it."""
     fields = {k: v for k, v in obs.items() if k != "done"}
-    return SreObservation(**fields, done=bool(obs.get("done")), reward=reward,
-                          terminated=bool(terminated), truncated=bool(truncated), info=info)
+    return SreObservation.model_construct(**fields, done=bool(obs.get("done")), reward=reward,
+                                          terminated=bool(terminated),
+                                          truncated=bool(truncated), info=info)
 
 
 class SreMetadata(EnvironmentMetadata):
