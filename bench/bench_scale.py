@@ -1,13 +1,13 @@
 """Scale-out: ``evaluate(executor=...)`` on Dask and on Ray at 1, 2 and 4 workers.
 
 One grid (heuristic-revert over every task of pools A and C, ``--seeds`` seeds) runs serially
-in this process first; its frame is the reference every engine's rows must equal (wall time
+in this process first (once to warm, once timed); its frame is the reference every engine's rows must equal (wall time
 aside). For each engine and worker count a fresh local cluster starts (its start-up time is
 reported apart), plays the grid once untimed (workers import srelib and fill their grading
 memo) and then once timed. Efficiency is episodes/s per worker against the same engine at one
 worker: 1.0 is perfect scaling; on a machine with fewer cores than workers it cannot be.
 
-    python bench/bench_scale.py --seeds 4
+    python bench/bench_scale.py --seeds 10
     python bench/bench_scale.py --seeds 2 --engines dask          # Dask only
     python bench/bench_scale.py --seeds 40 --dask-scheduler tcp://head:8786   # a running cluster
     python bench/bench_scale.py --seeds 40 --ray-address auto                   # (as it is sized)
@@ -96,7 +96,7 @@ def measure(engine: str, workers: int, seeds: int, serial, address: str | None =
 
 def main(argv: list[str] | None = None) -> list[Row]:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=4, help="seeds per task of the grid")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds per task of the grid")
     parser.add_argument("--engines", nargs="+", choices=sorted(ENGINES), default=sorted(ENGINES))
     parser.add_argument("--dask-scheduler", metavar="ADDRESS",
                         help="measure this running Dask cluster (as sized) instead")
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
     addresses = {"dask": args.dask_scheduler, "ray": args.ray_address}
     import srelib
 
+    srelib.evaluate({"heuristic-revert": policy}, **grid(args.seeds))  # warm, as the workers
     start = time.perf_counter()
     serial = srelib.evaluate({"heuristic-revert": policy}, **grid(args.seeds))
     serial_eps = len(serial) / (time.perf_counter() - start)

@@ -41,7 +41,7 @@ SCRIPTS = {
     "bench_serve.py": (["--seconds", "20", "--soak-seconds", "300"],
                        ["--seconds", "2", "--soak-seconds", "10", "--seeds", "1",
                         "--sweep-seeds", "1"]),
-    "bench_scale.py": (["--seeds", "4"], ["--seeds", "1", "--engines", "dask"]),
+    "bench_scale.py": (["--seeds", "10"], ["--seeds", "1", "--engines", "dask"]),
 }
 #: script -> (arguments that print a profile, metric whose miss asks for it)
 PROFILES = {
