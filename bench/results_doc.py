@@ -66,7 +66,8 @@ def results_markdown(runs: list[ScriptRun], command: str, profiles: list[str]) -
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     loaded = [r.script for r in runs if r.under_load()]
     lines = ["# Benchmark results", "",
-             f"Written by `{command}` (`make bench`); do not edit by hand.", "",
+             f"Written by `{command}` (`make bench` runs the full set); do not edit by hand.",
+             "",
              f"- date: {now}", f"- machine: {machine()}", f"- commit: {_commit()}",
              "- under load: " + (", ".join(loaded) if loaded else
                                  "none (every script started with load average <= cores)"),
