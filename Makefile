@@ -56,8 +56,11 @@ outputs: $(STAMP) agent
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
 
+# every CPU benchmark side by side; writes bench/results.md and the README's benchmark table.
+# REFERENCE=/path/holding/incident_env adds the comparison with the reference system.
+REFERENCE ?=
 bench: $(STAMP)
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run_all.py $(if $(REFERENCE),--reference $(REFERENCE)) --results bench/results.md --readme README.md
 
 clean:
 	rm -rf $(VENV) results runs .pytest_cache

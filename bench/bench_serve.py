@@ -3,6 +3,11 @@
 * Throughput: the scripted heuristic-revert policy plays a fixed mix of episodes (every task,
   pools A/B/C/D, several seeds) in process, then through a ``srelib serve`` process with 1, 4
   and 16 concurrent sessions (OpenEnv's ``EnvClient``, one per session, on one asyncio loop).
+  Each level also reports the CPU milliseconds an episode cost the server process and the
+  client process against the in-process episode's: on a loaded machine, where rates swing with
+  the scheduler, that split still says where the time goes.
+* ``--profile TOP``: instead, cProfile the server process (run in a child with the profiler on)
+  while 16 sessions play for ``--seconds``, and print its TOP functions by own time.
 * Soak: 16 sessions for ``--soak-seconds``; every finished episode's score must equal the
   in-process score of the same task, pool and seed; no error, no lost episode (every started
   episode finishes), and the server's RSS growth after a warm-up stays under 50 MB.
@@ -11,6 +16,7 @@
 
     python bench/bench_serve.py                                   # 20 s per level, 5 min soak
     python bench/bench_serve.py --seconds 3 --soak-seconds 20     # a quick check
+    python bench/bench_serve.py --seconds 10 --profile 25          # where the server's time goes
 """
 
 from __future__ import annotations
@@ -45,18 +51,20 @@ def episode_mix(seeds: int) -> list[tuple[str, str, int]]:
             for seed in range(seeds)]
 
 
-def in_process_scores(mix) -> tuple[dict, float]:
-    """Each episode's final score in process, and the in-process episodes/s of a second pass
-    (the first warms the patch-grading memo, as the server's warm-up pass does there)."""
+def in_process_scores(mix) -> tuple[dict, float, float]:
+    """Each episode's final score in process, and the in-process episodes/s and CPU ms per
+    episode of a second pass (the first warms the patch-grading memo, as the server's warm-up
+    pass does there)."""
     import srelib
 
     env, scores = srelib.IncidentEnv(), {}
     for timed in (False, True):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for task, pool, seed in mix:
             episode = srelib.run_episode(env, policy(), task=task, pool=pool, seed=seed)
             scores[task, pool, seed] = episode.final
-    return scores, len(mix) / (time.perf_counter() - start)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return scores, len(mix) / wall, 1000 * cpu / len(mix)
 
 
 async def _play(client, job) -> float | None:
@@ -108,11 +116,28 @@ def drive(url: str, sessions: int, seconds: float, jobs, expected: dict,
         deadline = time.perf_counter() + seconds
         await asyncio.gather(ticker(deadline), *(session(deadline) for _ in range(sessions)))
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     asyncio.run(all_sessions())
     counts["wall_s"] = time.perf_counter() - start
+    counts["client_cpu_s"] = time.process_time() - cpu
     counts["eps"] = counts["finished"] / counts["wall_s"]
     return counts
+
+
+#: ``srelib serve`` with a profiler that SIGUSR1 turns on (after the warm-up) and that writes
+#: its stats when SIGINT stops the server. It counts CPU time, not wall time: on a loaded
+#: machine wall time inside a call is mostly waiting for a core.
+PROFILED_SERVE = """
+import cProfile, signal, time
+from srelib.serve.server import serve
+profiler = cProfile.Profile(time.process_time)
+signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+try:
+    serve(port={port}, max_sessions={sessions}, max_per_client={sessions}, log_level="warning")
+finally:
+    profiler.disable()
+    profiler.dump_stats({out!r})
+"""
 
 
 class ServerProcess:
@@ -123,7 +148,7 @@ class ServerProcess:
 
     LOG_LINES = 50
 
-    def __init__(self, max_sessions: int):
+    def __init__(self, max_sessions: int, profile_to: str | None = None):
         import collections
         import threading
 
@@ -133,10 +158,13 @@ class ServerProcess:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "srelib", "serve", "--port", str(self.port),
-             "--max-sessions", str(max_sessions), "--max-per-client", str(max_sessions)],
-            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        serve = ["-m", "srelib", "serve", "--port", str(self.port),
+                 "--max-sessions", str(max_sessions), "--max-per-client", str(max_sessions)]
+        if profile_to:  # the same server, its profiler started by SIGUSR1, written at exit
+            serve = ["-c", PROFILED_SERVE.format(out=profile_to, port=self.port,
+                                                 sessions=max_sessions)]
+        self.proc = subprocess.Popen([sys.executable, *serve], cwd=REPO_ROOT,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log: collections.deque[str] = collections.deque(maxlen=self.LOG_LINES)
         self._reader = threading.Thread(target=self.log.extend, args=(self.proc.stderr,), daemon=True)
         self._reader.start()
@@ -152,12 +180,21 @@ class ServerProcess:
                 raise RuntimeError(f"srelib serve did not start: {''.join(self.log)}")
             time.sleep(0.2)
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the server process has used so far."""
+        with open(f"/proc/{self.proc.pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_mb(self) -> float:
         with open(f"/proc/{self.proc.pid}/statm") as handle:
             return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
-    def close(self) -> None:
-        self.proc.terminate()
+    def close(self, signal_number: int | None = None) -> None:
+        if signal_number is None:
+            self.proc.terminate()
+        else:
+            self.proc.send_signal(signal_number)
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -166,18 +203,62 @@ class ServerProcess:
         self._reader.join(timeout=10)
 
 
-def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_eps) -> list:
+#: The served rate each level must reach, as a share of the in-process rate (issue 33).
+TARGETS = {1: 0.5, 4: None, 16: 0.7}
+
+
+def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_eps,
+                    local_cpu_ms) -> list:
     rows = [Row("serve", "in-process episodes/s", round(local_eps, 2), "ep/s",
-                note=f"{len(mix)} episodes, one process")]
+                note=f"{len(mix)} episodes, one process, {local_cpu_ms:.2f} CPU ms/episode")]
     drive(server.url, 16, 600.0, iter(mix), expected)  # warm-up: one pass, not timed
     for sessions in LEVELS:
+        server_cpu = server.cpu_s()
         counts = drive(server.url, sessions, seconds, itertools.cycle(mix), expected)
+        server_ms = 1000 * (server.cpu_s() - server_cpu) / max(1, counts["finished"])
+        client_ms = 1000 * counts["client_cpu_s"] / max(1, counts["finished"])
         ok = counts["errors"] == 0 and counts["wrong_scores"] == 0
+        ratio, share = counts["eps"] / local_eps, TARGETS[sessions]
         rows.append(Row("serve", f"server episodes/s, {sessions} sessions",
-                        round(counts["eps"], 2), "ep/s", met=None if ok else False,
+                        round(counts["eps"], 2), "ep/s",
+                        f">= {share:g}x in-process" if share else "",
+                        met=(ok and ratio >= share) if share else (None if ok else False),
                         note=f"{counts['finished']} episodes in {counts['wall_s']:.1f}s, "
-                             f"x{counts['eps'] / local_eps:.2f} in-process"))
+                             f"x{ratio:.2f} in-process; CPU ms/episode: server "
+                             f"{server_ms:.2f}, client {client_ms:.2f}"))
     return rows
+
+
+#: The event loop waiting for the next frame: time the server spends idle, not working.
+IDLE = ("<method 'poll' of 'select.epoll' objects>", "<method 'select' of 'select.poll' objects>")
+
+
+def profile_server(seconds: float, mix, expected, top: int) -> str:
+    """The served path's profile: ``srelib serve`` under cProfile while 16 sessions play."""
+    import pstats
+    import signal
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "serve.prof")
+        server = ServerProcess(max_sessions=max(LEVELS), profile_to=out)
+        try:
+            drive(server.url, 16, 600.0, iter(mix), expected)  # warm-up, not profiled
+            server.proc.send_signal(signal.SIGUSR1)
+            counts = drive(server.url, 16, seconds, itertools.cycle(mix), expected)
+        finally:
+            server.close(signal.SIGINT)
+        stats = pstats.Stats(out)
+    entries = [(where, row) for where, row in stats.stats.items() if where[2] not in IDLE]
+    busy = sum(row[2] for _, row in entries)
+    lines = [f"{counts['finished']} episodes at 16 sessions; {busy:.3f} CPU s of server work "
+             f"({1000 * busy / max(1, counts['finished']):.2f} ms/episode); own CPU time as % "
+             "of that work"]
+    for (filename, line, func), (_, calls, tottime, _, _) in sorted(
+            entries, key=lambda kv: kv[1][2], reverse=True)[:top]:
+        where = f"{Path(filename).name}:{line}({func})" if line else func
+        lines.append(f"{100 * tottime / busy:6.1f}% {calls:>8} calls  {where}")
+    return "\n".join(lines)
 
 
 def soak_rows(server: ServerProcess, seconds: float, mix, expected) -> list:
@@ -244,12 +325,17 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument("--seeds", type=int, default=3, help="seeds per task of the mix")
     parser.add_argument("--sweep-seeds", type=int, default=10,
                         help="seeds per task of the evaluate comparison")
+    parser.add_argument("--profile", type=int, metavar="TOP",
+                        help="instead, cProfile the server and print its TOP functions")
     args = parser.parse_args(argv)
     mix = episode_mix(args.seeds)
-    expected, local_eps = in_process_scores(mix)
+    expected, local_eps, local_cpu_ms = in_process_scores(mix)
+    if args.profile:
+        print(profile_server(args.seconds, mix, expected, args.profile))
+        return []
     server = ServerProcess(max_sessions=max(LEVELS))
     try:
-        rows = throughput_rows(server, args.seconds, mix, expected, local_eps)
+        rows = throughput_rows(server, args.seconds, mix, expected, local_eps, local_cpu_ms)
         rows += soak_rows(server, args.soak_seconds, mix, expected)
     finally:
         server.close()

@@ -6,13 +6,14 @@ not part of this run.
 
     python bench/run_all.py --reference /tmp/reference          # the published numbers
     python bench/run_all.py --quick                             # small sizes, a smoke run
+    python bench/run_all.py --results bench/results.md --readme README.md   # make bench
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO_ROOT, Row, base_parser, format_table  # noqa: E402
+from results_doc import ScriptRun, machine, results_markdown, write_readme  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 #: script -> (full-size arguments, quick arguments)
@@ -39,6 +41,7 @@ SCRIPTS = {
     "bench_serve.py": (["--seconds", "20", "--soak-seconds", "300"],
                        ["--seconds", "2", "--soak-seconds", "10", "--seeds", "1",
                         "--sweep-seeds", "1"]),
+    "bench_scale.py": (["--seeds", "10"], ["--seeds", "1", "--engines", "dask"]),
 }
 #: script -> (arguments that print a profile, metric whose miss asks for it)
 PROFILES = {
@@ -49,16 +52,22 @@ PROFILES = {
 }
 
 
-def run_script(script: str, args: list[str]) -> list[Row]:
-    """One benchmark in a fresh interpreter; its rows (a failure becomes a failed row)."""
+def run_script(script: str, args: list[str]) -> ScriptRun:
+    """One benchmark in a fresh interpreter: its command, the load when it started and its
+    rows (a failure becomes a failed row)."""
+    run = ScriptRun(script, shlex.join(["python", f"bench/{script}", *args]), os.getloadavg()[0], 0.0)
+    start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rows.json"
         done = subprocess.run([sys.executable, str(BENCH / script), *args, "--json", str(out)],
                               cwd=REPO_ROOT, capture_output=True, text=True)
+        run.seconds = time.perf_counter() - start
         if done.returncode != 0 or not out.exists():
             error = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            return [Row(script.removesuffix(".py"), "run", "failed", met=False, note=error)]
-        return [Row(**row) for row in json.loads(out.read_text())]
+            run.rows = [Row(script.removesuffix(".py"), "run", "failed", met=False, note=error)]
+        else:
+            run.rows = [Row(**row) for row in json.loads(out.read_text())]
+    return run
 
 
 def profile(script: str, args: list[str]) -> str:
@@ -67,28 +76,30 @@ def profile(script: str, args: list[str]) -> str:
     return done.stdout if done.returncode == 0 else done.stderr
 
 
-def machine() -> str:
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-            f"load average {load} (1/5/15 min), Python {platform.python_version()}")
-
-
 def main(argv: list[str] | None = None) -> list[Row]:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--reference", metavar="PATH",
                         help="reference checkout for the environment comparison")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--only", nargs="+", choices=sorted(SCRIPTS), help="run only these")
+    parser.add_argument("--results", metavar="PATH",
+                        help="write the machine, date, commands and rows as markdown to PATH")
+    parser.add_argument("--readme", metavar="PATH",
+                        help="rewrite PATH's benchmark table from this run (a full run only)")
     args = parser.parse_args(argv)
-    print(f"machine: {machine()}\n")
-    rows, profiles = [], []
+    if args.readme and (args.only or args.quick):
+        parser.error("--readme takes a full run: drop --only and --quick")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"machine: {machine()}, load average {load} (1/5/15 min)\n")
+    rows, profiles, runs = [], [], []
     for script in args.only or SCRIPTS:
         full, quick = SCRIPTS[script]
         wants_reference = script == "bench_env.py" and args.reference
         extra = ["--reference", args.reference] if wants_reference else []
-        start = time.perf_counter()
-        found = run_script(script, (quick if args.quick else full) + extra)
-        print(f"{script}: {time.perf_counter() - start:.0f}s", file=sys.stderr)
+        run = run_script(script, (quick if args.quick else full) + extra)
+        print(f"{script}: {run.seconds:.0f}s", file=sys.stderr)
+        runs.append(run)
+        found = run.rows
         rows += found
         if script in PROFILES and not args.quick:
             profile_args, metric = PROFILES[script]
@@ -100,6 +111,11 @@ def main(argv: list[str] | None = None) -> list[Row]:
         print(f"\n{text}")
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in rows], indent=2))
+    if args.results:
+        command = shlex.join(["python", "bench/run_all.py", *(argv if argv is not None else sys.argv[1:])])
+        Path(args.results).write_text(results_markdown(runs, command, profiles))
+    if args.readme:
+        write_readme(Path(args.readme), runs)
     return rows
 
 

@@ -23,7 +23,7 @@ _NAMED = 200  # characters kept from the description of an object that is not pl
 def plain_copy(value: object) -> tuple[object, str | None]:
     """``(copy, problem)``: the bounded JSON-data copy, and why it is not exact (or None)."""
     copier = _Copier()
-    return copier.copy(value, 0, "the action"), copier.problem
+    return copier.copy(value, 0, _ROOT), copier.problem
 
 
 def describe(value: object) -> str:
@@ -31,17 +31,34 @@ def describe(value: object) -> str:
     return repr(value)[:_NAMED]
 
 
+#: Where a value sits in the action, built only when a bound cuts it: None for the action
+#: itself, else ``(parent, how, name)`` with ``how`` one of "item", "index", "key".
+_ROOT = None
+
+
+def _where(place) -> str:
+    if place is None:
+        return "the action"
+    parent, how, name = place
+    if how == "key":
+        return f"a key of {_where(parent)}"
+    if how == "index":
+        return f"{_where(parent)}[{name}]"
+    above = _where(parent)
+    return name[:40] if above == "the action" else f"{above}.{name[:40]}"
+
+
 class _Copier:
     def __init__(self) -> None:
         self.nodes = self.chars = 0
         self.problem: str | None = None
 
-    def _cut(self, where: str, why: str, stand_in: object) -> object:
+    def _cut(self, place, why: str, stand_in: object) -> object:
         if self.problem is None:
-            self.problem = f"{where} {why}"
+            self.problem = f"{_where(place)} {why}"
         return stand_in
 
-    def copy(self, value: object, depth: int, where: str) -> object:
+    def copy(self, value: object, depth: int, where) -> object:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             return self._cut(where, f"is too large (more than {MAX_NODES} values in one action)",
@@ -49,6 +66,8 @@ class _Copier:
         kind = type(value)
         if value is None or kind is bool:
             return value
+        if kind is str:  # the common case first; a subclass is read below
+            return self._text(value, where)
         if issubclass(kind, int):
             number = int.__index__(value)
             if number.bit_length() > MAX_INT_BITS:
@@ -70,24 +89,25 @@ class _Copier:
             items = base.__getitem__(value, slice(0, MAX_ITEMS))
             if size > MAX_ITEMS:
                 self._cut(where, f"has more than {MAX_ITEMS} items", None)
-            return [self.copy(v, depth + 1, f"{where}[{i}]") for i, v in enumerate(items)]
+            return [self.copy(v, depth + 1, (where, "index", i)) for i, v in enumerate(items)]
         return self._cut(where, f"is not JSON data (got {_type_name(kind)})",
                          f"<{_type_name(kind)} object>")
 
-    def _text(self, text: str, where: str) -> str:
+    def _text(self, text: str, where) -> str:
         if len(text) > MAX_TEXT:
             text = self._cut(where, f"is longer than {MAX_TEXT} characters", text[:MAX_TEXT])
         self.chars += len(text)
         if self.chars > MAX_TOTAL_TEXT:
             return self._cut(where, f"is too large (more than {MAX_TOTAL_TEXT} characters in "
                                     "one action)", "")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: keep the rest of the text
-            text = text.encode("utf-8", "replace").decode("utf-8")
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: keep the rest of the text
+                text = text.encode("utf-8", "replace").decode("utf-8")
         return text
 
-    def _dict(self, value: dict, depth: int, where: str) -> dict:
+    def _dict(self, value: dict, depth: int, where) -> dict:
         size = dict.__len__(value)
         if size > MAX_ITEMS:
             self._cut(where, f"has more than {MAX_ITEMS} keys", None)
@@ -95,10 +115,9 @@ class _Copier:
         for number, (key, item) in enumerate(dict.items(value)):
             if number == MAX_ITEMS:
                 break
-            key = self.copy(key, depth + 1, f"a key of {where}")
+            key = self.copy(key, depth + 1, (where, "key", None))
             name = key if isinstance(key, str) else describe(key)
-            label = f"{where}.{name[:40]}" if where != "the action" else name[:40]
-            out[name] = self.copy(item, depth + 1, label)
+            out[name] = self.copy(item, depth + 1, (where, "item", name))
         return out
 
 

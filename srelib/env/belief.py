@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
+from .json_copy import json_copy
+
 
 @dataclass
 class BeliefState:
@@ -21,6 +23,11 @@ class BeliefState:
 
 
 BELIEF_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(BeliefState))
+
+
+def belief_dict(belief: BeliefState) -> dict:
+    """``dataclasses.asdict(belief)``, for a fraction of its cost (no copy protocol)."""
+    return {name: json_copy(getattr(belief, name)) for name in BELIEF_FIELDS}
 
 
 def coerce_belief(raw: object) -> tuple[BeliefState | None, str | None]:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict
 from typing import Any
 
 from . import actions as A
 from .actions import ACTION_SPECS, SERVICES, ActionType
 from .agent_input import describe, plain_copy
-from .belief import BeliefState, coerce_belief
+from .belief import BeliefState, belief_dict, coerce_belief
 from .infra import Infrastructure
 from .phase1 import Operations
 from .pools import oracle_belief, reset_choices
@@ -168,7 +167,7 @@ class IncidentEnv:
             error = self._open_phase2(belief)
             if error is not None:
                 raise RuntimeError(f"cannot start phase 2 for {task}: {error}")
-            b = asdict(belief)
+            b = belief_dict(belief)
             self.trajectory.append(self._record(
                 {"action_type": ActionType.TRANSITION_TO_PHASE2.value, "target_service": None,
                  "parameters": {"belief": b}}, 1, True, None, 0.0, {"belief": b, "oracle": True}, step=0))
@@ -319,7 +318,7 @@ class IncidentEnv:
             return self._invalid(safe, 1, error)
         self._infra.tick()
         reward = 0.0
-        handed = asdict(belief)
+        handed = belief_dict(belief)
         effect = {"belief": handed, "bad_commit_sha": self._p2["bad_commit_sha"]}
         result = {"message": "Handed over to phase 2: read the issue and work in the repository.",
                   "belief": dict(handed, evidence_gaps=list(handed["evidence_gaps"]))}

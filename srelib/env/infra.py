@@ -14,6 +14,7 @@ dependency graph, callees first, so failures propagate transitively.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from datetime import date, timedelta
@@ -193,10 +194,11 @@ _NO_MASKS: frozenset = frozenset()
 _DAY_CACHE: dict[int, str] = {}
 
 
-def _upstream_of(services: tuple) -> list[str]:
+@functools.lru_cache(maxsize=1024)  # a pure function of a few services: asked at every reset
+def _upstream_of(services: tuple) -> tuple[str, ...]:
     """Services that ``services`` call, directly or not, outside ``services``, in SERVICES order."""
     found = set(upstream_of(*services))
-    return [s for s in SERVICES if s in found]
+    return tuple(s for s in SERVICES if s in found)
 
 
 def _next_version(version: str, rng: random.Random) -> str:
@@ -217,13 +219,22 @@ def timestamp(minute: int, second: int = 0) -> str:
 
 
 class Deploy:
-    """A deploy as the history shows it; ``bad`` is hidden state, never shown to the agent."""
+    """A deploy as the history shows it; ``bad`` is hidden state, never shown to the agent.
+    ``description`` is the note, or ``(k, first_of)`` of a :func:`routine_note`, written when
+    first read (most episodes never look at most histories)."""
 
-    __slots__ = ("version", "minute", "author", "sha", "description", "bad")
+    __slots__ = ("version", "minute", "author", "sha", "_description", "bad")
 
     def __init__(self, version, minute, author, sha, description, bad=False):
         self.version, self.minute, self.author = version, minute, author
-        self.sha, self.description, self.bad = sha, description, bad
+        self.sha, self._description, self.bad = sha, description, bad
+
+    @property
+    def description(self) -> str:
+        if isinstance(self._description, tuple):
+            k, first_of = self._description
+            self._description = routine_note(k, self.sha, first_of)
+        return self._description
 
     def public(self) -> dict:
         return {"version": self.version, "timestamp": timestamp(self.minute),
@@ -356,8 +367,8 @@ class Infrastructure:
                 version, minute = f"v{major}.{minor + k}.{pick(10)}", before - ago - pick(600)
                 author, sha = AUTHORS[pick(len(AUTHORS))], f"{rng.getrandbits(28):07x}"
                 out.append(Deploy(version, minute, author, sha,
-                                  routine_note(pick(FIRST_NOTE_CHOICES), sha, svc) if k == 0
-                                  else routine_note(pick(NOTE_CHOICES), sha)))
+                                  (pick(FIRST_NOTE_CHOICES), svc) if k == 0
+                                  else (pick(NOTE_CHOICES), None)))
             return out
         out = []
         for d in specs:
@@ -392,8 +403,7 @@ class Infrastructure:
         history = self.deploys[_IDX[svc]]
         version, author = _next_version(history[-1].version, rng), AUTHORS[rng.randrange(len(AUTHORS))]
         sha = f"{rng.getrandbits(28):07x}"
-        deploy = Deploy(version, before - ago, author, sha,
-                        routine_note(rng.randrange(NOTE_CHOICES), sha))
+        deploy = Deploy(version, before - ago, author, sha, (rng.randrange(NOTE_CHOICES), None))
         history.append(deploy)
         if not warming:
             return None
@@ -434,7 +444,7 @@ class Infrastructure:
             version, minute = _next_version(history[-1].version, rng), before - 1 - rng.randrange(window)
             author, sha = AUTHORS[rng.randrange(len(AUTHORS))], f"{rng.getrandbits(28):07x}"
             history.append(Deploy(version, minute, author, sha,
-                                  routine_note(rng.randrange(NOTE_CHOICES), sha)))
+                                  (rng.randrange(NOTE_CHOICES), None)))
 
     def _conditions(self, before: int) -> list[Condition]:
         built: dict[str, Condition] = {}

@@ -60,7 +60,7 @@ and the drawn inputs make a copied observation wrong.
 
 from __future__ import annotations
 
-import copy
+import functools
 import json
 import os
 import re
@@ -71,6 +71,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from srelib.env.json_copy import json_copy
 from srelib.env.memo import ByteLRU
 from srelib.env.repos import Repo, load_repo
 from srelib.env.sandbox import grading_level, minimal_env, python, run_isolated
@@ -124,10 +125,27 @@ def _sections(text: str) -> list[dict]:
     return sections
 
 
+#: Diffs up to this many characters keep their normalised form (a policy proposes the same
+#: diff again and again; its memo key is the normalised text).
+_NORMALISED_TEXT = 20_000
+
+
 def normalise_diff(text: object) -> tuple[str, list[str], str | None]:
     """``(clean diff, test paths dropped, error or None)`` for any agent-supplied text."""
     if not isinstance(text, str):
         return "", [], f"diff must be a string, got {type(text).__name__}"
+    text = str.__str__(text)
+    clean, touched, error = (_normalised(text) if len(text) <= _NORMALISED_TEXT
+                             else _normalise(text))
+    return clean, list(touched), error
+
+
+@functools.lru_cache(maxsize=256)
+def _normalised(text: str) -> tuple[str, tuple[str, ...], str | None]:
+    return _normalise(text)
+
+
+def _normalise(text: str) -> tuple[str, tuple[str, ...], str | None]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     fenced = _FENCE.search(text)
     if fenced:
@@ -136,16 +154,16 @@ def normalise_diff(text: object) -> tuple[str, list[str], str | None]:
     for section in _sections(text):
         old, new = section["old"], section["new"]
         if old != new and "/dev/null" not in (old, new):
-            return "", touched, f"renames are not supported ({old} -> {new})"
+            return "", tuple(touched), f"renames are not supported ({old} -> {new})"
         path = new if old == "/dev/null" else old
         checked, problem = check_path(path)
         if problem or checked == ".":
-            return "", touched, f"bad path {path!r} in diff: {problem or 'no file named'}"
+            return "", tuple(touched), f"bad path {path!r} in diff: {problem or 'no file named'}"
         if is_test_path(checked):
             touched.append(checked)
             continue
         if not any(h.startswith("@@") for h in section["hunks"]):
-            return "", touched, f"the section for {checked} has no hunks"
+            return "", tuple(touched), f"the section for {checked} has no hunks"
         head = [f"diff --git a/{checked} b/{checked}"]
         head += ["new file mode 100644"] if old == "/dev/null" else []
         head += ["deleted file mode 100644"] if new == "/dev/null" else []
@@ -154,8 +172,8 @@ def normalise_diff(text: object) -> tuple[str, list[str], str | None]:
         parts.append("\n".join(head + section["hunks"]) + "\n")
     clean = "".join(parts)
     if not clean:
-        return "", sorted(set(touched)), "empty patch: no file changes outside the tests"
-    return clean, sorted(set(touched)), None
+        return "", tuple(sorted(set(touched))), "empty patch: no file changes outside the tests"
+    return clean, tuple(sorted(set(touched))), None
 
 
 def _write_tree(root: Path, files: dict[str, str]) -> None:
@@ -281,7 +299,7 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
            verified, site)
     memoised = _MEMO.get(key)
     if memoised is not None:
-        return copy.deepcopy(memoised)
+        return json_copy(memoised)
     result = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
               "FAIL_TO_PASS": dict.fromkeys(f2p_ids, False),
               "PASS_TO_PASS": dict.fromkeys(p2p_ids, False), "resolved": "no",
@@ -305,4 +323,4 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
                 result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
     result.update(rates(result["FAIL_TO_PASS"], result["PASS_TO_PASS"]))
     _MEMO.put(key, result)
-    return copy.deepcopy(result)
+    return json_copy(result)

@@ -139,9 +139,18 @@ def _lines(text: str) -> list[str]:
     return [repr(sorted({line.split("#", 1)[0].strip() for line in text.splitlines()} - {""}))]
 
 
+def _units_size(key: tuple, units: dict[str, list[str]] | None) -> int:
+    """Bytes a cached :func:`_units` entry holds, about: its text and its normal forms."""
+    text, path = key
+    return len(text) + len(path) + sum(len(form) for forms in (units or {}).values()
+                                       for form in forms)
+
+
+@byte_lru(16 << 20, _units_size)
 def _units(text: str, path: str) -> dict[str, list[str]] | None:
     """``{qualified name or MODULE: [normal form, ...]}`` of a Python file (``{TEXT: ...}`` of any
-    other file); None if a Python file does not parse."""
+    other file); None if a Python file does not parse. Cached by text: every grading of a task
+    compares against the same unpatched files (callers only read the result)."""
     if not path.endswith(".py"):
         return {TEXT: _lines(text)}
     try:

@@ -34,6 +34,7 @@ def is_opaque(value: object) -> bool:
     return isinstance(value, str) and bool(_ID.match(value))
 
 
+@functools.lru_cache(maxsize=4096)  # a few hundred tasks; every reset asks for one
 def _digest(name: str) -> str:
     return hmac.new(_KEY, name.encode(), hashlib.sha256).hexdigest()[:_DIGITS]
 

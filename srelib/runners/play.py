@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -73,7 +72,9 @@ def episode_record(env: Any, run: EpisodeRun, policy_name: str,
                        mode=spec.mode, seed=int(spec.seed or 0), error=run.error,
                        ended_by=run.ended_by, wall_s=round(wall_s, 6), oracle=oracle)
     task = info["task"]
-    trajectory = copy.deepcopy(env.trajectory)
+    # the environment never changes a record once its step is over, and reset starts a new
+    # list: the episode keeps the records, not a copy of them
+    trajectory = list(env.trajectory)
     score = info.get("score") if (run.terminated or run.truncated) else None
     if score is None:
         score = score_trajectory(task, spec.mode, trajectory)

@@ -99,11 +99,12 @@ def tool_result(env, name: str, arguments: dict) -> dict:
 
 
 class McpLifecycle:
-    """The ASGI middleware (module doc) over OpenEnv's ``/mcp`` for ``server`` (its
-    ``HTTPEnvServer``); ``clients`` counts the sessions it opens per client host."""
+    """The ASGI middleware (module doc) over OpenEnv's ``/mcp``; ``sessions`` is the server's
+    session registry (:class:`srelib.serve.sessions.Sessions`), ``clients`` counts the
+    sessions it opens per client host."""
 
-    def __init__(self, app, server, clients: Clients):
-        self.app, self.server, self.clients = app, server, clients
+    def __init__(self, app, sessions, clients: Clients):
+        self.app, self.sessions, self.clients = app, sessions, clients
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] != "/mcp" or scope["method"] not in ("POST", "DELETE"):
@@ -131,7 +132,7 @@ class McpLifecycle:
         if method == "ping":
             return await respond_json(send, 200, _result(request_id, {}))
         if session is not None:
-            if session not in self.clients.owners or self.server._sessions.get(session) is None:
+            if session not in self.clients.owners or not self.sessions.live(session):
                 return await respond_json(send, 404, _failure(request_id, -32001, "no such MCP session"))
             params = request.get("params")
             request["params"] = {**(params if isinstance(params, dict) else {}), "session_id": session}
@@ -148,11 +149,11 @@ class McpLifecycle:
         from srelib._version import __version__
 
         host, request_id = client_host(scope), request.get("id")
-        if self.clients.full(host, lambda s: s in self.server._sessions):
+        if self.clients.full(host, self.sessions.live):
             return await respond_json(send, 429, _failure(request_id, -32000, "this client holds the "
                                                       "most sessions one client may"))
         try:
-            session, _env = await self.server._create_session()
+            session, _env = await self.sessions.open()
         except SessionCapacityError as exc:
             return await respond_json(send, 503, _failure(request_id, -32000, str(exc)))
         self.clients.tokens[session], self.clients.owners[session] = session, host
@@ -168,8 +169,8 @@ class McpLifecycle:
     async def _close(self, session: str | None, send) -> None:
         if session is None or session not in self.clients.owners:
             return await respond_json(send, 404, {"detail": "no such MCP session"})
-        if session in self.server._sessions:
-            await self.server._destroy_session(session)
+        if self.sessions.live(session):
+            await self.sessions.close(session)
         self.clients.tokens.pop(session, None)
         self.clients.owners.pop(session, None)
         await _respond_empty(send, 200)

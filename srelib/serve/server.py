@@ -26,6 +26,7 @@ Nothing is shared between sessions: each owns an :class:`~srelib.env.core.Incide
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import threading
 import uuid
@@ -49,6 +50,7 @@ from srelib.env.core import IncidentEnv
 from srelib.env.types import Status
 from srelib.serve.guard import Clients, Guard, client_host, timed_http
 from srelib.serve.mcp import McpLifecycle
+from srelib.serve.sessions import Sessions
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
@@ -65,6 +67,12 @@ PHASE2_KEYS = ("bad_commit_sha", "issue", "file_tree")
 ACTION_KEYS = ("action_type", "target_service", "parameters")
 #: Options ``reset`` accepts.
 RESET_OPTIONS = ("task", "pool", "mode", "seed", "episode_id")
+#: Actions that may wait on something other than this process's CPU (a sandboxed test run, a
+#: time-limited search) or cost more than a plain step: they run on a worker thread so that the
+#: event loop keeps serving other sessions. Every other step runs on the loop itself, as cheap
+#: as an in-process step (no thread hand-off). A text action is read by the environment, so it
+#: is treated as slow.
+SLOW_ACTIONS = frozenset({ActionType.PROPOSE_PATCH.value, ActionType.SEARCH_CODE.value})
 
 ServiceName = Literal[SERVICES]  # type: ignore[valid-type]
 ServiceStatus = Status
@@ -132,7 +140,8 @@ class SreAction(Action):
         """What ``IncidentEnv.step`` takes: the text, or a dict of the fields the client sent."""
         if self.text is not None:
             return self.text
-        return self.model_dump(include=set(ACTION_KEYS), exclude_unset=True)
+        sent = self.model_fields_set  # the environment copies what it reads (agent_input)
+        return {key: getattr(self, key) for key in ACTION_KEYS if key in sent}
 
 
 def _observation_fields() -> dict[str, Any]:
@@ -213,6 +222,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         self._info: dict = {}
         self._episode_id: str | None = None
         self._mcp = None
+        self._turn: asyncio.Lock | None = None  # one call at a time, made on the server's loop
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
               task: Optional[str] = None, pool: Optional[str] = None,
@@ -236,6 +246,27 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         obs, reward, terminated, truncated, info = env.step(action.to_env())
         self._info = info
         return _observation(obs, reward, terminated, truncated, info)
+
+    async def reset_async(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+                          **options: Any) -> SreObservation:
+        """:meth:`reset` on a worker thread (a task's first reset may build its repository)."""
+        async with self._lock():
+            return await asyncio.to_thread(self.reset, seed=seed, episode_id=episode_id,
+                                           **options)
+
+    async def step_async(self, action: SreAction, timeout_s: Optional[float] = None,
+                         **options: Any) -> SreObservation:
+        """:meth:`step` on the event loop, or on a worker thread for :data:`SLOW_ACTIONS`;
+        the session's calls run one at a time in the order they came."""
+        async with self._lock():
+            if action.text is not None or action.action_type in SLOW_ACTIONS:
+                return await asyncio.to_thread(self.step, action, timeout_s, **options)
+            return self.step(action, timeout_s, **options)
+
+    def _lock(self) -> asyncio.Lock:
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        return self._turn
 
     @property
     def state(self) -> SreState:
@@ -272,6 +303,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
 
 
 def _observation(obs: dict, reward, terminated: bool, truncated: bool, info: dict):
+    # validated: as cheap as pydantic's model_construct here (13 us a step either way)
     fields = {k: v for k, v in obs.items() if k != "done"}
     return SreObservation(**fields, done=bool(obs.get("done")), reward=reward,
                           terminated=bool(terminated), truncated=bool(truncated), info=info)
@@ -352,10 +384,10 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     # registered before OpenEnv's routes, so it answers /metadata with the schemas
     app.get("/metadata", tags=["Environment Info"], summary="Get environment metadata")(metadata)
     server.register_routes(app, mode="simulation")
-    clients = Clients(max_per_client)
-    _add_sessions(app, server, idle_timeout, clients)
-    app.add_middleware(Guard, clients=clients, live=lambda session: session in server._sessions)
-    app.add_middleware(McpLifecycle, server=server, clients=clients)
+    clients, sessions = Clients(max_per_client), Sessions(server)
+    _add_sessions(app, server, sessions, idle_timeout, clients)
+    app.add_middleware(Guard, clients=clients, live=sessions.live)
+    app.add_middleware(McpLifecycle, sessions=sessions, clients=clients)
     app.state.openenv_server = server
     return app
 
@@ -366,7 +398,7 @@ def per_client_default(max_sessions: int) -> int:
     return max(1, int(max_sessions * CLIENT_SHARE))
 
 
-def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
+def _add_sessions(app, server: HTTPEnvServer, sessions: Sessions, idle_timeout: float | None,
                   clients: Clients) -> None:
     """HTTP sessions over OpenEnv's session registry (same cap, same idle reaper), each opened
     by the token ``POST /sessions`` returns, sent as ``X-Session-Token``."""
@@ -391,7 +423,7 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
     def _env(session_id: str, token: str | None) -> SreEnvironment:
-        env = server._sessions.get(session_id)
+        env = sessions.environment(session_id)
         if env is None or session_id not in clients.tokens or clients.foreign(session_id, token):
             lapse = f"idle for more than {idle_timeout:g} s, " if idle_timeout else ""
             raise HTTPException(404, f"no session {session_id!r}: it was closed, {lapse}or "
@@ -400,10 +432,10 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
 
     async def _run(session_id: str, call, *args, stepped: bool = False, **kwargs):
         try:
-            result = await server._run_in_session_executor(session_id, call, *args, **kwargs)
+            result = await call(*args, **kwargs)
         except (ValueError, RuntimeError) as exc:
             raise HTTPException(400, str(exc)) from exc
-        server._update_session_activity(session_id, increment_step=stepped)
+        sessions.used(session_id, stepped=stepped)
         return result
 
     @app.get("/sessions", tags=["Sessions"], summary="Session capacity and timeout")
@@ -415,11 +447,11 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
     @app.post("/sessions", status_code=201, tags=["Sessions"], summary="Open a session")
     async def open_session(request: Request) -> dict:
         host = client_host(request.scope)
-        if clients.full(host, lambda s: s in server._sessions):
+        if clients.full(host, sessions.live):
             raise HTTPException(429, f"this client holds {clients.max_per_client} sessions, the "
                                      "most one client may; close one first")
         try:
-            session_id, _env_ = await server._create_session()
+            session_id, _env_ = await sessions.open()
         except SessionCapacityError as exc:
             raise HTTPException(503, f"{exc}; close a session or retry later") from exc
         clients.tokens[session_id], clients.owners[session_id] = secrets.token_urlsafe(24), host
@@ -429,26 +461,26 @@ def _add_sessions(app, server: HTTPEnvServer, idle_timeout: float | None,
     async def reset_session(session_id: str, body: _ResetBody | None = None,
                             x_session_token: str | None = Header(None)) -> dict:
         options = body.model_dump(exclude_unset=True) if body is not None else {}
-        obs = await _run(session_id, _env(session_id, x_session_token).reset, **options)
+        obs = await _run(session_id, _env(session_id, x_session_token).reset_async, **options)
         return serialize_observation(obs)
 
     @app.post("/sessions/{session_id}/step", tags=["Sessions"], summary="Take one action")
     async def step_session(session_id: str, body: _StepBody,
                            x_session_token: str | None = Header(None)) -> dict:
         env = _env(session_id, x_session_token)
-        obs = await _run(session_id, env.step, body.action, stepped=True)
+        obs = await _run(session_id, env.step_async, body.action, stepped=True)
         return serialize_observation(obs)
 
     @app.get("/sessions/{session_id}/state", tags=["Sessions"], summary="The session's episode")
     async def session_state(session_id: str, x_session_token: str | None = Header(None)) -> dict:
         env = _env(session_id, x_session_token)
-        state = await _run(session_id, lambda: env.state)
-        return state.model_dump()
+        sessions.used(session_id)
+        return env.state.model_dump()
 
     @app.delete("/sessions/{session_id}", tags=["Sessions"], summary="Close a session")
     async def close_session(session_id: str, x_session_token: str | None = Header(None)) -> dict:
         _env(session_id, x_session_token)
-        await server._destroy_session(session_id)
+        await sessions.close(session_id)
         clients.tokens.pop(session_id, None)
         clients.owners.pop(session_id, None)
         return {"session_id": session_id, "closed": True}
@@ -469,8 +501,10 @@ def __getattr__(name: str):
 def _config(host: str, port: int, log_level: str, read_timeout: float, **app_options):
     import uvicorn
 
+    # no permessage-deflate: an observation is a few kB, and compressing every frame cost the
+    # server more CPU than the whole step (bench/bench_serve.py --profile)
     return uvicorn.Config(build_app(**app_options), host=host, port=port, log_level=log_level,
-                          http=timed_http(read_timeout))
+                          http=timed_http(read_timeout), ws_per_message_deflate=False)
 
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
