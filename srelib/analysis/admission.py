@@ -15,7 +15,7 @@ suite: each single-field predictor over its bar is a finding the suite file reco
 from __future__ import annotations
 
 from srelib.env.pools import POOLS
-from srelib.env.scenarios import get_scenario
+from srelib.env.lookup import get_scenario
 from srelib.env.taskgen.families import FAMILIES
 from srelib.analysis.tell_audit import audit_tasks, failures
 from srelib.policies.adversarial import (BlindRevertPolicy, HedgedDeclarationPolicy,
