@@ -42,7 +42,7 @@ def unique_patch(fix_diff: str, tag: str) -> str:
 def fixable_tasks() -> list[tuple[str, str, str]]:
     """(task, repo, reference fix diff) for every task whose scenario needs a fix."""
     import srelib
-    from srelib.env.repos import load_repo
+    from srelib.env.lookup import load_repo
 
     out = []
     for task in srelib.TASKS:

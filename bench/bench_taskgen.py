@@ -44,8 +44,7 @@ def _timed_load(env: dict) -> tuple[float, float]:
 
 def run(patches: int) -> list[Row]:
     from srelib.env.patching import grade_patch
-    from srelib.env.repos import load_repo
-    from srelib.env.scenarios import get_scenario
+    from srelib.env.lookup import get_scenario, load_repo
     from srelib.env.taskgen import generated_suite
 
     with tempfile.TemporaryDirectory(prefix="srelib-bench-taskgen-") as folder:

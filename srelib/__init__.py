@@ -19,10 +19,10 @@ _EXPORTS = {
     "FAULT_CLASSES": "srelib.env.actions",
     "ACTION_SPECS": "srelib.env.actions",
     "BeliefState": "srelib.env.belief",
-    "get_scenario": "srelib.env.scenarios",
+    "get_scenario": "srelib.env.lookup",
     "TASKS": "srelib.env.scenarios",
     "list_tasks": "srelib.env.catalog",
-    "task_card": "srelib.env.task_ids",
+    "task_card": "srelib.env.lookup",
     "task_id": "srelib.env.task_ids",
     "POOLS": "srelib.env.pools",
     "oracle_belief": "srelib.env.pools",
@@ -55,9 +55,11 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
     from srelib.serve.remote import RemoteEnv
     from srelib.env.actions import ActionType, SERVICES, FAULT_CLASSES, ACTION_SPECS
     from srelib.env.belief import BeliefState
-    from srelib.env.scenarios import get_scenario, TASKS
+    from srelib.env.lookup import get_scenario
+    from srelib.env.scenarios import TASKS
     from srelib.env.catalog import list_tasks
-    from srelib.env.task_ids import task_card, task_id
+    from srelib.env.lookup import task_card
+    from srelib.env.task_ids import task_id
     from srelib.env.pools import POOLS, oracle_belief
     from srelib.env.grading import score_trajectory
     from srelib.env.parse import parse_action

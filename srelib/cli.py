@@ -296,7 +296,8 @@ def _cmd_tasks(args) -> int:
         return 0
 
     from srelib.env.pools import POOLS
-    from srelib.env.scenarios import TASKS, get_scenario
+    from srelib.env.lookup import get_scenario
+    from srelib.env.scenarios import TASKS
     from srelib.analysis.stats import markdown_table
 
     tasks = [[t, s.severity, s.heldout, s.repo, ",".join(p for p in POOLS if t in POOLS[p].tasks),

@@ -198,7 +198,7 @@ def pool_cells(suite: str, per_pool: int | None = None) -> dict[str, list[tuple[
 def pool_means(make_policy, suite: str, per_pool: int | None = None, seeds=(0,)) -> dict[str, dict]:
     """``{pool: {"mean", "over", "tasks", "ok"}}`` of the policy ``make_policy(task)`` builds for
     each task, per pool of ``suite`` (``over``: share of tasks above the per-task bar)."""
-    from srelib.env.scenarios import get_scenario
+    from srelib.env.lookup import get_scenario
     from srelib.analysis.validity import play
 
     out = {}

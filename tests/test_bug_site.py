@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from srelib.env.bug_site import bug_site, changed_lines, functions_touching
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario
+from srelib.env.scenarios import TASKS
 
 SOURCE = '''class Store:
     def get(self, key):

@@ -14,7 +14,7 @@ import pytest
 import srelib
 from srelib.env.catalog import SPLITS, list_tasks, resolve_tasks, split_of, suite_of
 from srelib.env.pools import HELDOUT_TASKS, POOLS, TRAIN_TASKS
-from srelib.env.repos import load_repo
+from srelib.env.lookup import load_repo
 from srelib.env.scenario_check import check_folder
 from srelib.env.scenarios import DATA_DIR, FOLDERS, TASKS
 from srelib.env.task_ids import resolve
@@ -275,7 +275,7 @@ def test_adding_a_folder_is_all_it_takes_to_add_a_task(tmp_path):
     code = (
         "import srelib\n"
         "from srelib.env.patching import grade_patch\n"
-        "from srelib.env.repos import load_repo\n"
+        "from srelib.env.lookup import load_repo\n"
         "assert srelib.__file__.startswith(%r)\n"
         "assert 'added_task' in srelib.list_tasks('classic', 'train')\n"
         "obs, info = srelib.IncidentEnv().reset(task='added_task', pool='C', seed=0)\n"

@@ -7,8 +7,8 @@ import pytest
 
 from srelib.env import taskgen
 from srelib.env.patching import run_tests
-from srelib.env.repos import load_repo
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.scenarios import TASKS
 from srelib.env.taskgen.runner import judge, observe_many
 from srelib.env.taskgen.tasks import derive_tests, task_history, trees
 

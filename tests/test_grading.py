@@ -12,8 +12,9 @@ from srelib.env.belief import BeliefState
 from srelib.env.grading import (DIAGNOSIS_PARTS, WEIGHTS, diagnosis_score,
                                 r_cross, repair_credit, score_trajectory)
 from srelib.env.pools import oracle_belief
-from srelib.env.repos import load_repo, unified_diff
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.repos import unified_diff
+from srelib.env.scenarios import TASKS
 
 HEALTHY = dict.fromkeys(SERVICES, "healthy")
 SICK = {**HEALTHY, "orders": "degraded", "api_gateway": "degraded"}

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from srelib.env import patching, phase1, repos, scenarios, verdicts
+from srelib.env import lookup, patching, phase1, repos, verdicts
 from srelib.env.actions import SERVICES
 from srelib.env.memo import ByteLRU, byte_lru, deep_size
 from srelib.env.pools import TRAIN_TASKS
@@ -69,7 +69,8 @@ def _generated_ids(n):
 def _checks_keys(n):
     keys = []
     for name in repos.list_repos():
-        keys += [(name, file) for file in sorted(repos.load_repo(name).checks)]
+        checks = lookup.load_repo(name).checks
+        keys += [(name, file, checks[file]) for file in sorted(checks)]
     return keys[:n]
 
 
@@ -87,10 +88,10 @@ def _task_pairs(n):
 
 
 MEMOISED = {
-    "generated scenarios": (scenarios._generated, _generated_ids),
-    "repositories": (repos.load_repo, lambda n: [(r,) for r in repos.list_repos()[:n]]),
+    "generated scenarios": (lookup._generated, _generated_ids),
+    "repositories": (lookup.load_repo, lambda n: [(r,) for r in repos.list_repos()[:n]]),
     "generated histories": (taskgen_tasks.task_history, _generated_ids),
-    "compiled checks": (verdicts._checks, _checks_keys),
+    "compiled checks": (verdicts._compiled, _checks_keys),
     "valid actions": (phase1._valid_actions, _valid_actions_keys),
     "secret patterns": (redact._secrets_pattern, _secret_keys),
     "memorised answers": (adversarial.train_answers, _task_pairs),
@@ -124,7 +125,7 @@ def test_the_grade_memo_stays_under_its_bound_in_bytes(monkeypatch):
     try:
         for k in range(40):  # a bad path: graded without running anything
             diff = f"--- a/../evil{k}.py\n+++ b/../evil{k}.py\n@@ -0,0 +1 @@\n+x\n"
-            result = patching.grade_patch(scenarios.get_scenario("memory_leak").repo, "memory_leak", diff)
+            result = patching.grade_patch(lookup.get_scenario("memory_leak").repo, "memory_leak", diff)
             assert result["resolved"] == "no" and "'..'" in result["apply_error"]
         _assert_bounded(patching._MEMO)
         assert 1 < len(patching._MEMO) < 40

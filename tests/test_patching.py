@@ -13,7 +13,8 @@ import pytest
 
 from srelib.env import patching, sandbox
 from srelib.env.patching import grade_patch, normalise_diff
-from srelib.env.repos import load_repo, unified_diff
+from srelib.env.lookup import load_repo
+from srelib.env.repos import unified_diff
 from srelib.env.scenarios import DATA_DIR
 
 REPO, TASK = "orders_batch", "memory_leak"

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from srelib.env.patching import grade_patch, run_hidden_tests
-from srelib.env.repos import list_repos, load_repo, unified_diff
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.repos import list_repos, unified_diff
+from srelib.env.scenarios import TASKS
 
 REPOS = list_repos()
 TASK_REPOS = [(t, get_scenario(t).repo) for t in TASKS]

@@ -19,7 +19,8 @@ import pytest
 
 from srelib.env import sandbox
 from srelib.env.patching import grade_diff, grade_patch
-from srelib.env.repos import REPO_DATA, load_repo, unified_diff
+from srelib.env.lookup import load_repo
+from srelib.env.repos import REPO_DATA, unified_diff
 from srelib.env.scenarios import DATA_DIR
 
 HERE = sandbox.available_levels()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from srelib.env.patching import grade_diff, grade_patch
-from srelib.env.repos import load_repo, unified_diff
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.repos import unified_diff
+from srelib.env.scenarios import TASKS
 from srelib.env.site_guard import MODULE, TEXT, site_unchanged, site_units
 
 BUGGY = '''"""A module."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import repos
+from srelib.env import lookup
 from srelib.env.patching import grade_patch
 from srelib.env.repos import unified_diff
 from srelib.env.taskgen import cache, suite
@@ -51,11 +51,11 @@ def test_tampered_tests_are_regenerated_and_a_comment_only_patch_still_scores_no
     path.write_text(json.dumps(forged, sort_keys=True))
     with pytest.warns(UserWarning, match="not what this generator makes"):
         assert cache.read(ENTRY) is None
-    repos.load_repo.cache_clear()
+    lookup.load_repo.cache_clear()
     try:
         result = grade_patch(f"gen.{TASK}", TASK, _comment_only_patch())
     finally:
-        repos.load_repo.cache_clear()
+        lookup.load_repo.cache_clear()
     assert result["patch_applied"] and result["resolved"] == "no"
     assert sorted(result["FAIL_TO_PASS"]) == sorted(entry["fail_to_pass"])
     assert json.loads(path.read_text()) == entry, "the entry is rebuilt"

@@ -8,8 +8,8 @@ import pytest
 
 from srelib.cli import main
 from srelib.env.catalog import list_tasks
-from srelib.env.repos import load_repo, unified_diff
-from srelib.env.scenarios import get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.repos import unified_diff
 from srelib.integrations import swebench
 
 TASK = "memory_leak"

@@ -21,8 +21,7 @@ from srelib.analysis.validity import GATE, play
 from srelib.env import taskgen
 from srelib.env.actions import DEPENDED_BY, FAULT_CLASSES, SERVICES
 from srelib.env.patching import grade_patch, run_hidden_tests
-from srelib.env.repos import load_repo
-from srelib.env.scenarios import get_scenario
+from srelib.env.lookup import get_scenario, load_repo
 from srelib.env.taskgen import cache
 from srelib.env.taskgen.bases import BASES
 from srelib.env.taskgen.recipes import split_of, templates_for

@@ -12,8 +12,8 @@ import pytest
 from srelib.env.core import IncidentEnv
 from srelib.env.grading import score_trajectory
 from srelib.env.pools import POOLS, oracle_belief
-from srelib.env.repos import load_repo
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.scenarios import TASKS
 from srelib.adversarial.cunning import (RELEASE_TAG, BlindRevertPolicy, MemoriseTrainPolicy,
                                          RewardProbePolicy, class_from_description, train_answers)
 from srelib.policies import call_reset

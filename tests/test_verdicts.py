@@ -13,8 +13,9 @@ import pytest
 from srelib.env import patching, verdicts
 from srelib.env.grading import repair_credit
 from srelib.env.patching import grade_patch, observe
-from srelib.env.repos import REPO_DATA, list_repos, load_repo, unified_diff
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.repos import REPO_DATA, list_repos, unified_diff
+from srelib.env.scenarios import TASKS
 from srelib.env.verdicts import Observation, collect, decode_record, resolution
 from srelib.adversarial.hijack import HIJACK_KINDS, HIJACK_POLICIES, runner_hijack_patch
 
@@ -50,7 +51,7 @@ def test_hijacks_do_take_the_child_over_and_forge_only_wrong_observations(kind):
     wanted = load_repo(repo).fail_to_pass(task) + load_repo(repo).pass_to_pass(task)
     assert not timed_out and set(wanted) <= set(seen)
     assert all(seen[t].value is True and seen[t].raised is None for t in wanted), kind
-    assert not any(verdicts.verdicts(repo, wanted, seen).values())
+    assert not any(verdicts.verdicts(load_repo(repo), wanted, seen).values())
 
 
 def test_the_result_channel_is_out_of_the_patched_codes_reach():
@@ -72,7 +73,7 @@ def test_doctored_observations_arrive_doctored_and_fail():
     doctored, _ = observe(repo, task, _patched_tree(repo, runner_hijack_patch("doctored_observations", repo)))
     assert all(doctored[t].raised is None for t in ids)
     assert any(doctored[t].value != truthful[t].value for t in ids)
-    assert not any(verdicts.verdicts(repo, load_repo(repo).fail_to_pass(task), doctored).values())
+    assert not any(verdicts.verdicts(load_repo(repo), load_repo(repo).fail_to_pass(task), doctored).values())
 
 
 def _leaves(change):
@@ -133,7 +134,7 @@ def test_generic_doctoring_of_unfixed_observations_passes_no_fail_to_pass_check(
             for name, doctor in DOCTORING.items():
                 for raised in {seen.raised, None, "ValueError", "AssertionError"}:
                     forged = Observation(value=doctor(seen.value), raised=raised, printed=seen.printed)
-                    if verdicts.check(repo_name, test_id, forged):
+                    if verdicts.check(repo, test_id, forged):
                         passed.append((test_id, name, raised))
     assert passed == []
 
@@ -199,10 +200,11 @@ def test_records_decode_to_plain_observations_and_duplicates_are_dropped():
 
 
 def test_a_missing_observation_fails_and_an_unknown_check_is_a_clear_error():
-    test_id = load_repo("orders_batch").fail_to_pass("memory_leak")[0]
-    assert verdicts.check("orders_batch", test_id, None) is False
+    repo = load_repo("orders_batch")
+    test_id = repo.fail_to_pass("memory_leak")[0]
+    assert verdicts.check(repo, test_id, None) is False
     with pytest.raises(ValueError, match="test_batch_cache.py::test_"):
-        verdicts.check("orders_batch", "test_batch_cache.py::test_nope", Observation())
+        verdicts.check(repo, "test_batch_cache.py::test_nope", Observation())
 
 
 # ---------------------------------------------------------------- the two halves of a test
@@ -216,7 +218,7 @@ def test_every_test_id_has_a_probe_and_a_check(name):
             file, _, test = test_id.partition("::")
             probe = "probe_" + test[len("test_"):]
             assert re.search(rf"^def {probe}\((rng)?\):", repo.hidden_tests[file], re.M), (test_id, probe)
-            assert test in verdicts._checks(name, file), test_id
+            assert test in verdicts._checks(repo, file), test_id
 
 
 @pytest.mark.parametrize("name", list_repos())
@@ -228,7 +230,7 @@ def test_every_fail_to_pass_probe_draws_its_inputs(name):
         for test_id in repo.fail_to_pass(task):
             file, _, test = test_id.partition("::")
             assert re.search(rf"^def probe_{test[len('test_'):]}\(rng\):", repo.hidden_tests[file], re.M), test_id
-            assert verdicts._checks(name, file)[test].__code__.co_argcount == 2, test_id
+            assert verdicts._checks(repo, file)[test].__code__.co_argcount == 2, test_id
 
 
 LEAK = '''
@@ -316,5 +318,6 @@ def test_drawn_inputs_are_new_at_every_grading_and_the_check_redraws_them(monkey
         assert observation.value == [rng.randrange(10**9) for _ in range(3)]
 
     monkeypatch.setattr(verdicts, "_checks", lambda repo, file: {"test_draw": test_draw})
-    assert verdicts.check("any", "test_d.py::test_draw", seen[1], seeds[1])
-    assert not verdicts.check("any", "test_d.py::test_draw", seen[0], seeds[1])
+    repo = load_repo("orders_batch")  # any repository: its checks are the stand-in above
+    assert verdicts.check(repo, "test_d.py::test_draw", seen[1], seeds[1])
+    assert not verdicts.check(repo, "test_d.py::test_draw", seen[0], seeds[1])

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from srelib.env.repos import load_repo
+from srelib.env.lookup import load_repo
 from srelib.env.workspace import MAX_LIST_ENTRIES, Workspace
 
 

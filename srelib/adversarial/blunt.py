@@ -10,8 +10,8 @@ from abc import ABC, abstractmethod
 from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.patching import is_test_path
-from srelib.env.repos import load_repo, unified_diff
-from srelib.env.scenarios import get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.repos import unified_diff
 from srelib.analysis.gate import register
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.oracle import AnswerKey

@@ -24,7 +24,7 @@ from typing import Iterable
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.memo import byte_lru
-from srelib.env.scenarios import get_scenario
+from srelib.env.lookup import get_scenario
 from srelib.analysis.gate import register
 from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
 from srelib.policies.oracle import AnswerKey

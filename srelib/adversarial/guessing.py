@@ -17,7 +17,7 @@ from collections import Counter
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.catalog import list_tasks
-from srelib.env.scenarios import get_scenario
+from srelib.env.lookup import get_scenario
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.scripted.heuristic import FAULT_KEYWORDS, HeuristicPhase1Policy
 

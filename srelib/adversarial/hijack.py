@@ -44,8 +44,8 @@ from srelib.env.actions import ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.bug_site import BugFunction, bug_site
 from srelib.env.patching import observe
-from srelib.env.repos import load_repo, unified_diff
-from srelib.env.scenarios import get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.repos import unified_diff
 from srelib.env.site_guard import site_units
 from srelib.analysis.gate import register
 from srelib.policies.base import make_action

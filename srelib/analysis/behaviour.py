@@ -211,7 +211,7 @@ def _number(value) -> float:
 
 
 def _scenario(episode):
-    from srelib.env.scenarios import get_scenario
+    from srelib.env.lookup import get_scenario
 
     return get_scenario(episode.task)
 

@@ -18,8 +18,8 @@ from typing import Callable
 from srelib.env.actions import SERVICES, ActionType
 from srelib.env.infra import DEPLOY_NOTES
 from srelib.env.pools import POOLS
-from srelib.env.repos import load_repo
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.scenarios import TASKS
 from srelib.policies.scripted.heuristic import FAULT_KEYWORDS
 
 MAX_HIT_RATE = 0.60

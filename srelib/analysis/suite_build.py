@@ -122,7 +122,7 @@ def rebuild(workers: int = WORKERS) -> Path:
     """Generate the suite in a fresh cache, rewrite the cache's packaged digests and the suite
     file; the suite file's path."""
     suite._MEMO.clear()
-    with cache.rebuilding():
+    with cache.rebuilding(lambda: derive_tests(list(_candidates()))):
         report = generate(workers)
         return write_suite_file(report)
 

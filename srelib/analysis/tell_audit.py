@@ -119,7 +119,7 @@ def _key(name: str, kind: str) -> str:
 
 def surface(task: str, seed: int = 0) -> Surface:
     """The fields of ``task`` as one episode (``seed``) shows them at the page."""
-    from srelib.env.scenarios import get_scenario
+    from srelib.env.lookup import get_scenario
     from srelib.analysis.shortcuts import gather
 
     sc, ev = get_scenario(task), gather(task, seed)

@@ -14,7 +14,8 @@ prints the summary table the README shows.
 from __future__ import annotations
 
 from srelib.env.pools import POOLS
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario
+from srelib.env.scenarios import TASKS
 from srelib.analysis.gate import rules
 
 

@@ -16,8 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .memo import byte_lru
-from .repos import load_repo
-from .scenarios import get_scenario
+from .lookup import get_scenario, load_repo
 from .task_ids import resolve
 
 

@@ -13,8 +13,9 @@ A *task spec* is a task id, a suite name (``"generated"``), a suite and split
 
 from __future__ import annotations
 
-from .repos import Repo, load_repo
-from .scenarios import SCENARIOS, TASKS, get_scenario, unknown_task_message
+from .lookup import get_scenario, load_repo
+from .repos import Repo
+from .scenarios import SCENARIOS, TASKS, unknown_task_message
 
 SUITES: tuple[str, ...] = ("classic", "generated")
 SPLITS: tuple[str, ...] = ("train", "heldout")

@@ -18,7 +18,8 @@ from .belief import BeliefState, belief_dict, coerce_belief
 from .infra import Infrastructure
 from .phase1 import Operations
 from .pools import oracle_belief, reset_choices
-from .scenarios import MAX_STEPS, Scenario, get_scenario
+from .lookup import get_scenario
+from .scenarios import MAX_STEPS, Scenario
 from .spec import EpisodeSpec
 from .task_ids import task_id
 from .types import EnvState, Observation, StepRecord
@@ -333,7 +334,7 @@ class IncidentEnv:
         the repository; otherwise None.
         """
         try:
-            from .repos import load_repo
+            from .lookup import load_repo
             from .workspace import Workspace
         except ImportError as exc:
             return f"phase 2 is unavailable: {exc}"

@@ -51,7 +51,8 @@ from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, Acti
 from srelib.env.patching import grade_patch
 from srelib.env.pools import MODES
 from srelib.env.records import agent_transition, phase_steps
-from srelib.env.scenarios import Scenario, get_scenario
+from srelib.env.lookup import get_scenario
+from srelib.env.scenarios import Scenario
 
 WEIGHTS = {"diagnosis": 0.30, "mitigation": 0.25, "repair": 0.35, "efficiency": 0.10}
 DIAGNOSIS_PARTS = {"service": 0.4, "fault_class": 0.3, "text": 0.3}

@@ -73,7 +73,8 @@ from typing import Any, Mapping
 
 from srelib.env.json_copy import json_copy
 from srelib.env.memo import ByteLRU
-from srelib.env.repos import Repo, load_repo
+from srelib.env.lookup import load_repo
+from srelib.env.repos import Repo
 from srelib.env.sandbox import grading_level, minimal_env, python, run_isolated
 from srelib.env.site_guard import site_units, site_unchanged
 from srelib.env.verdicts import Observation, collect, draw_seed, rates, resolution, verdicts
@@ -264,7 +265,7 @@ def run_tests(repo_name: str, test_ids: list[str], files: dict[str, str],
         _write_tree(root / "repo", files)
         seen, timed_out = _run_sandboxed(root, root / "repo", _task_tests(repo, test_ids), timeout_s,
                                          grading_level()[0], seed)
-    return verdicts(repo_name, test_ids, seen, seed), timed_out
+    return verdicts(repo, test_ids, seen, seed), timed_out
 
 
 def _task_tests(repo: Repo, wanted: list[str]) -> dict[str, str]:
@@ -316,10 +317,10 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
                 seed = draw_seed()
                 seen, result["timed_out"] = _run_sandboxed(
                     root, root / "repo", _task_tests(repo, f2p_ids + p2p_ids), timeout_s, level, seed)
-                result["FAIL_TO_PASS"] = verdicts(repo_name, f2p_ids, seen, seed)
+                result["FAIL_TO_PASS"] = verdicts(repo, f2p_ids, seen, seed)
                 if result["site_unchanged"]:
                     result["FAIL_TO_PASS"] = dict.fromkeys(f2p_ids, False)
-                result["PASS_TO_PASS"] = verdicts(repo_name, p2p_ids, seen, seed)
+                result["PASS_TO_PASS"] = verdicts(repo, p2p_ids, seen, seed)
                 result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
     result.update(rates(result["FAIL_TO_PASS"], result["PASS_TO_PASS"]))
     _MEMO.put(key, result)

@@ -17,7 +17,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from .memo import byte_lru
 from .scenarios import FOLDERS
 
 REPO_DATA = Path(__file__).with_name("repo_data")
@@ -147,18 +146,12 @@ def _load_commits(root: Path, manifest: dict) -> tuple[dict[str, str], list[Comm
     return tree, commits[::-1]
 
 
-@byte_lru(8 << 20)  # classic repos ~0.3 MB, a generated one ~17 kB: the suite (~6 MB) fits
-def load_repo(name: str) -> Repo:
-    """Load (once; repositories are static) the repository called ``name``: one in repo_data,
-    its per-task facts (test ids, reference fixes) from the scenario folders naming it, or a
-    generated task's repository (built by ``srelib.env.taskgen``)."""
-    valid = list_repos()
-    if name not in valid:
-        if isinstance(name, str) and "." in name:  # repo_data names have no dot; generated ones do
-            from srelib.env import taskgen
-
-            return taskgen.build_repo(name)
-        raise ValueError(f"unknown repo {name!r}; valid: {valid} or a generated task's repo")
+def classic_repo(name: str) -> Repo:
+    """The repository ``name`` in repo_data, with its per-task facts (test ids, reference fixes)
+    from the scenario folders naming it. :func:`srelib.env.lookup.load_repo` loads any
+    repository, a generated task's too, and keeps it."""
+    if name not in list_repos():
+        raise ValueError(f"unknown repo {name!r}; valid: {list_repos()}")
     root = REPO_DATA / name
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     tree, commits = _load_commits(root, manifest)

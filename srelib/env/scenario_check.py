@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 from .patching import grade_diff, run_tests
-from .repos import Repo, load_repo, unified_diff
+from .lookup import load_repo
+from .repos import Repo, unified_diff
 from .scenarios import FOLDERS, ScenarioFolder, read_folder
 
 

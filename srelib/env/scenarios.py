@@ -11,7 +11,8 @@ Adding a scenario means adding a folder ``scenario_data/<name>/``:
   task needs no code change).
 
 Every folder is validated when it is loaded; ``srelib tasks check PATH`` checks one against its
-repository too. Generated task ids (``family.service.site``) are built by ``srelib.env.taskgen``.
+repository too. This module knows only these folders: generated tasks (``family.service.site``)
+are built by ``srelib.env.taskgen``, and :func:`srelib.env.lookup.get_scenario` finds either.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .actions import FAULT_CLASSES, LOG_LEVELS, SERVICES, ActionType
-from .memo import byte_lru
 
 DATA_DIR = Path(__file__).with_name("scenario_data")
 METRIC_NAMES = ("cpu", "memory", "error_rate", "latency_p50", "latency_p95", "latency_p99", "rps")
@@ -300,37 +300,6 @@ SCENARIOS: dict[str, Scenario] = {name: f.scenario for name, f in FOLDERS.items(
 
 #: The hand-written (``classic``) task names in the reference's registry order.
 TASKS: tuple[str, ...] = tuple(SCENARIOS)
-
-
-def get_scenario(name: str) -> Scenario:
-    """The Scenario of any task: a classic name, a generated ``family.service.site`` name or an
-    opaque id (:mod:`.task_ids`).
-
-    ValueError naming the suites and example ids for an unknown id.
-    """
-    if isinstance(name, str) and name[:2] in ("c-", "g-"):
-        from .task_ids import is_opaque, resolve
-
-        if is_opaque(name):
-            name = resolve(name)
-    if isinstance(name, str) and name in SCENARIOS:
-        return SCENARIOS[name]
-    if isinstance(name, str) and "." in name:
-        from srelib.env import taskgen
-
-        if taskgen.is_generated_id(name):
-            try:
-                return _generated(name)
-            except ValueError as exc:
-                raise ValueError(f"{unknown_task_message(name)} ({exc})") from None
-    raise ValueError(unknown_task_message(name))
-
-
-@byte_lru(4 << 20)  # ~10 kB a scenario: the whole generated suite (~3 MB) fits
-def _generated(task_id: str) -> Scenario:
-    from srelib.env.taskgen import build_scenario
-
-    return build_scenario(task_id)
 
 
 def unknown_task_message(names: object) -> str:

@@ -26,8 +26,7 @@ import copy
 
 from .bug_site import bug_site
 from .memo import byte_lru
-from .repos import load_repo
-from .scenarios import get_scenario
+from .lookup import get_scenario, load_repo
 
 MODULE = "<module>"  # the unit name of a file's module-level code
 TEXT = "<text>"  # the unit name of a file that is not Python (its lines, as a set)

@@ -11,7 +11,7 @@ What it rules out is an agent learning the answer from the string it is handed.
 
 :func:`resolve` takes an id or a name and gives the name; :func:`task_id` gives the id;
 :func:`public_name` is what tables show (the classic name, or the id of a generated task);
-:func:`task_card` holds what analyses need and agents never get.
+:func:`srelib.env.lookup.task_card` holds what analyses need and agents never get.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import functools
 import hashlib
 import hmac
 import re
-from dataclasses import dataclass
-
-from .scenarios import SCENARIOS, TASKS
+from . import taskgen
+from .scenarios import SCENARIOS, TASKS, unknown_task_message
 
 _KEY = b"srelib opaque task ids, v1"
 _DIGITS = 8
@@ -56,9 +55,7 @@ def _classic_ids() -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def _generated_ids() -> dict[str, str]:
-    from .taskgen import candidates
-
-    return _reverse(candidates(), "g")
+    return _reverse(taskgen.candidates(), "g")
 
 
 def _reverse(names, prefix: str) -> dict[str, str]:
@@ -81,9 +78,9 @@ def resolve(task: str) -> str:
             raise ValueError(f"unknown task id {task!r}; srelib.list_tasks() lists the tasks "
                              "(srelib.task_card(name) gives a task's id)")
         return table[task]
-    from .scenarios import get_scenario
-
-    return get_scenario(task).name
+    if isinstance(task, str) and task in SCENARIOS or taskgen.is_generated_id(task):
+        return task
+    raise ValueError(unknown_task_message(task))
 
 
 def public_name(task: str) -> str:
@@ -100,47 +97,3 @@ def by_task(mapping, task: str):
         if key in mapping:
             return mapping[key]
     return None
-
-
-@dataclass(frozen=True)
-class TaskCard:
-    """What analyses know about a task and a policy is never handed.
-
-    ``family``, ``culprit`` (the root-cause service), ``fault_class``, ``shape`` and ``site``
-    (generated tasks; None for classic ones, whose ``story`` is their name), ``bad_commit``
-    (None for a no-change task), ``needs_fix``, ``suite`` and ``split``."""
-
-    id: str
-    name: str
-    suite: str
-    split: str
-    family: str | None
-    shape: str | None
-    site: str | None
-    story: str | None
-    culprit: str
-    fault_class: str
-    bad_commit: str | None
-    needs_fix: bool
-    repo: str
-
-
-def task_card(task: str) -> TaskCard:
-    """The card of ``task`` (an opaque id or a name); ValueError for an unknown task."""
-    from .scenarios import get_scenario
-
-    name = resolve(task)
-    scenario = get_scenario(name)
-    family = shape = site = story = None
-    if name in SCENARIOS:
-        story = name
-    else:
-        from .taskgen import candidate
-
-        c = candidate(name)
-        family, shape, site = c.family, c.shape, c.site
-    return TaskCard(id=task_id(name), name=name, suite="classic" if story else "generated",
-                    split="heldout" if scenario.heldout else "train", family=family,
-                    shape=shape, site=site, story=story, culprit=scenario.root_cause_service,
-                    fault_class=scenario.fault_class, bad_commit=scenario.bad_commit,
-                    needs_fix=scenario.needs_fix, repo=scenario.repo)

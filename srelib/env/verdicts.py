@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from srelib.env.memo import byte_lru, deep_size
-from srelib.env.repos import load_repo
+from srelib.env.repos import Repo
 
 RECORD_CHARS = 1 << 17
 MAX_DEPTH = 24
@@ -104,14 +104,18 @@ def collect(lines: list[str]) -> dict[str, Observation]:
     return {k: v for k, v in seen.items() if v is not None}
 
 
-@byte_lru(4 << 20, size=lambda key, checks: deep_size((key, checks, [f.__code__ for f in checks.values()])))
-def _checks(repo_name: str, file: str) -> dict[str, Callable]:
-    """The ``test_*`` functions of ``repo_name``'s ``checks/<file>`` (compiled once)."""
-    repo = load_repo(repo_name)
+def _checks(repo: Repo, file: str) -> dict[str, Callable]:
+    """The ``test_*`` functions of ``repo``'s ``checks/<file>`` (compiled once)."""
     if file not in repo.checks:
-        raise ValueError(f"repo {repo_name!r} has no checks file {file!r}; valid: {sorted(repo.checks)}")
+        raise ValueError(f"repo {repo.name!r} has no checks file {file!r}; valid: {sorted(repo.checks)}")
+    return _compiled(repo.name, file, repo.checks[file])
+
+
+@byte_lru(4 << 20, size=lambda key, checks: deep_size((key, checks, [f.__code__ for f in checks.values()])))
+def _compiled(repo_name: str, file: str, source: str) -> dict[str, Callable]:
+    """The ``test_*`` functions ``source``, ``repo_name``'s ``checks/<file>``, defines."""
     namespace: dict = {"__name__": f"srelib_checks.{repo_name}.{file[:-3]}"}
-    exec(compile(repo.checks[file], f"<{repo_name} hidden_tests/checks/{file}>", "exec"), namespace)
+    exec(compile(source, f"<{repo_name} hidden_tests/checks/{file}>", "exec"), namespace)
     return {n: f for n, f in namespace.items() if n.startswith("test_") and callable(f)}
 
 
@@ -120,13 +124,13 @@ def draw_seed() -> int:
     return secrets.randbits(63)
 
 
-def check(repo_name: str, test_id: str, observation: Observation | None, seed: int = 0) -> bool:
+def check(repo: Repo, test_id: str, observation: Observation | None, seed: int = 0) -> bool:
     """Does ``observation`` pass the check ``test_id``? A missing observation fails. A check
     that takes two arguments also gets the generator its probe drew inputs from (``seed``)."""
     file, _, name = test_id.partition("::")
-    checks = _checks(repo_name, file)
+    checks = _checks(repo, file)
     if name not in checks:
-        raise ValueError(f"repo {repo_name!r} has no check {test_id!r}; valid: "
+        raise ValueError(f"repo {repo.name!r} has no check {test_id!r}; valid: "
                          f"{[f'{file}::{n}' for n in sorted(checks)]}")
     if observation is None:
         return False
@@ -139,10 +143,11 @@ def check(repo_name: str, test_id: str, observation: Observation | None, seed: i
     return True
 
 
-def verdicts(repo_name: str, test_ids: list[str], observations: dict[str, Observation],
+def verdicts(repo: Repo, test_ids: list[str], observations: dict[str, Observation],
              seed: int = 0) -> dict[str, bool]:
-    """``{test id: passed}`` for ``test_ids`` given the probes' observations under ``seed``."""
-    return {t: check(repo_name, t, observations.get(t), seed) for t in test_ids}
+    """``{test id: passed}`` for ``repo``'s ``test_ids`` given the probes' observations under
+    ``seed``."""
+    return {t: check(repo, t, observations.get(t), seed) for t in test_ids}
 
 
 def resolution(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> str:

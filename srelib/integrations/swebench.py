@@ -34,8 +34,8 @@ from srelib._version import __version__
 from srelib.env.catalog import list_tasks, split_of
 from srelib.env.core import IncidentEnv
 from srelib.env.patching import grade_patch
-from srelib.env.repos import load_repo
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.scenarios import TASKS
 from srelib.env.task_ids import resolve, task_id
 
 PREFIX = "srelib__"

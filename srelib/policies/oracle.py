@@ -23,7 +23,7 @@ def hand_answer(policy: Any, task: str | None) -> None:
     receive = getattr(policy, "receive_answer", None)
     if task is None or not needs_answer(policy) or not callable(receive):
         return
-    from srelib.env.scenarios import get_scenario
+    from srelib.env.lookup import get_scenario
 
     receive(task, get_scenario(task))
 

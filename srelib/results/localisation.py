@@ -57,7 +57,7 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]]) -> 
     """The localisation columns of one episode (see the module doc)."""
     from srelib.env.bug_site import bug_site
     from srelib.env.pools import MODES
-    from srelib.env.scenarios import get_scenario
+    from srelib.env.lookup import get_scenario
 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")

@@ -101,7 +101,7 @@ class RemoteEnv:
 
     @property
     def scenario(self):
-        from srelib.env.scenarios import get_scenario
+        from srelib.env.lookup import get_scenario
 
         return get_scenario(self._info["task"]) if self._info.get("task") else None
 

@@ -26,7 +26,7 @@ import stat
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .recipes import GENERATOR_VERSION
 
@@ -155,18 +155,16 @@ def _write_digest_file() -> None:
 
 
 @contextlib.contextmanager
-def rebuilding() -> Iterator[Path]:
+def rebuilding(fill: Callable[[], object]) -> Iterator[Path]:
     """An empty cache for the ``with`` block (``SRELIB_CACHE``, inherited by worker processes),
-    holding every candidate's derived tests, whose digests are written to :data:`DIGEST_FILE`
-    first, so that workers read them back verified. Yields the cache root."""
-    from .tasks import _candidates, derive_tests
-
+    filled by ``fill()`` (every candidate's derived tests), whose entries' digests are written to
+    :data:`DIGEST_FILE` first, so that workers read them back verified. Yields the cache root."""
     before = os.environ.get("SRELIB_CACHE")
     with tempfile.TemporaryDirectory(prefix="srelib-suite-") as fresh:
         os.environ["SRELIB_CACHE"] = fresh
         try:
             _WRITTEN.clear()
-            derive_tests(list(_candidates()))
+            fill()
             _write_digest_file()
             yield Path(fresh)
         finally:

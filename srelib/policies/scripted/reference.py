@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from srelib.env.actions import ActionType
 from srelib.env.pools import oracle_belief
-from srelib.env.repos import load_repo
-from srelib.env.scenarios import get_scenario
+from srelib.env.lookup import get_scenario, load_repo
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.oracle import AnswerKey
 

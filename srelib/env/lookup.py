@@ -1,0 +1,94 @@
+"""Any task by name or opaque id: its Scenario, its Repo and its card.
+
+The one place that dispatches between the hand-written tasks (:mod:`.scenarios`,
+:mod:`.repos`, which know only their own data) and the generator (:mod:`.taskgen`, which builds
+on both), so that neither of them imports the other round a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import taskgen
+from .memo import byte_lru
+from .repos import Repo, classic_repo, list_repos
+from .scenarios import SCENARIOS, Scenario, unknown_task_message
+from .task_ids import is_opaque, resolve, task_id
+
+__all__ = ["TaskCard", "get_scenario", "load_repo", "task_card"]
+
+
+def get_scenario(name: str) -> Scenario:
+    """The Scenario of any task: a classic name, a generated ``family.service.site`` name or an
+    opaque id (:mod:`.task_ids`).
+
+    ValueError naming the suites and example ids for an unknown id.
+    """
+    if is_opaque(name):
+        name = resolve(name)
+    if isinstance(name, str) and name in SCENARIOS:
+        return SCENARIOS[name]
+    if taskgen.is_generated_id(name):
+        try:
+            return _generated(name)
+        except ValueError as exc:
+            raise ValueError(f"{unknown_task_message(name)} ({exc})") from None
+    raise ValueError(unknown_task_message(name))
+
+
+@byte_lru(4 << 20)  # ~10 kB a scenario: the whole generated suite (~3 MB) fits
+def _generated(name: str) -> Scenario:
+    return taskgen.build_scenario(name)
+
+
+@byte_lru(8 << 20)  # classic repos ~0.3 MB, a generated one ~17 kB: the suite (~6 MB) fits
+def load_repo(name: str) -> Repo:
+    """Load (once; repositories are static) the repository called ``name``: one in repo_data
+    (:func:`.repos.classic_repo`) or a generated task's (``gen.<task id>``, built by
+    :mod:`.taskgen`)."""
+    valid = list_repos()
+    if name in valid:
+        return classic_repo(name)
+    if isinstance(name, str) and "." in name:  # repo_data names have no dot; generated ones do
+        return taskgen.build_repo(name)
+    raise ValueError(f"unknown repo {name!r}; valid: {valid} or a generated task's repo")
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    """What analyses know about a task and a policy is never handed.
+
+    ``family``, ``culprit`` (the root-cause service), ``fault_class``, ``shape`` and ``site``
+    (generated tasks; None for classic ones, whose ``story`` is their name), ``bad_commit``
+    (None for a no-change task), ``needs_fix``, ``suite`` and ``split``."""
+
+    id: str
+    name: str
+    suite: str
+    split: str
+    family: str | None
+    shape: str | None
+    site: str | None
+    story: str | None
+    culprit: str
+    fault_class: str
+    bad_commit: str | None
+    needs_fix: bool
+    repo: str
+
+
+def task_card(task: str) -> TaskCard:
+    """The card of ``task`` (an opaque id or a name); ValueError for an unknown task."""
+    name = resolve(task)
+    scenario = get_scenario(name)
+    family = shape = site = story = None
+    if name in SCENARIOS:
+        story = name
+    else:
+        c = taskgen.candidate(name)
+        family, shape, site = c.family, c.shape, c.site
+    return TaskCard(id=task_id(name), name=name, suite="classic" if story else "generated",
+                    split="heldout" if scenario.heldout else "train", family=family,
+                    shape=shape, site=site, story=story, culprit=scenario.root_cause_service,
+                    fault_class=scenario.fault_class, bad_commit=scenario.bad_commit,
+                    needs_fix=scenario.needs_fix, repo=scenario.repo)
