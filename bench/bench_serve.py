@@ -69,7 +69,7 @@ def in_process_scores(mix) -> tuple[dict, float, float]:
 
 async def _play(client, job) -> float | None:
     from srelib.runners.rollout import reset_policy
-    from srelib.serve.server import SreAction, observation_dict
+    from srelib.serve.wire import SreAction, observation_dict
 
     task, pool, seed = job
     agent = policy()

@@ -34,7 +34,7 @@ BAD_FRAMES = ("null", "[1, 2]", "[" * 5000 + "]" * 5000, '{"type": "reset", "dat
 async def _episode(url: str, job, latencies: list) -> None:
     from srelib.serve.remote import SreClient
     from srelib.runners.rollout import reset_policy
-    from srelib.serve.server import SreAction, observation_dict
+    from srelib.serve.wire import SreAction, observation_dict
 
     task, pool, seed = job
     agent = policy()

@@ -101,32 +101,18 @@ def test_no_module_imports_from_a_higher_layer_or_another_front_end():
     assert not problems, "imports against the layers:\n" + "\n".join(problems)
 
 
-#: Cycles inside one package that are still to be broken, each by its modules, with why it is
-#: there. A cycle not listed fails the test, and so does a listed one that no longer exists.
-CYCLES_TO_BREAK: dict[frozenset[str], str] = {
-    frozenset({"srelib.serve.mcp", "srelib.serve.server"}):
-        "the MCP tools use the server's wire models (SreAction, NoEpisodeError, observation_dict) "
-        "and the server mounts the tools; breaking it moves the wire models to their own module",
-}
-
-
-def _cycles() -> dict[frozenset[str], str]:
-    """Every import cycle by its modules, described as the walk of imports round it."""
+def _cycles() -> list[str]:
+    """Every import cycle (lazy imports count), described as the walk of imports round it."""
     graph = _graph()
     imports = graph.read_imports(ROOT)
-    return {frozenset(group): f"{len(group)} modules: " + " -> ".join(
+    return [f"{len(group)} modules: " + " -> ".join(
         f"{imp.source} ({imp.where(ROOT)})" for imp in graph.cycle_path(group, imports))
-        + f" -> {group[0]}" for group in graph.cycles(imports)}
+        + f" -> {group[0]}" for group in graph.cycles(imports)]
 
 
-def test_no_import_cycle_but_those_still_to_break():
+def test_no_import_cycle():
     found = _cycles()
-    new = [walk for group, walk in found.items() if group not in CYCLES_TO_BREAK]
-    assert not new, "import cycles:\n" + "\n".join(new)
-    gone = [sorted(group) for group in CYCLES_TO_BREAK if group not in found]
-    assert not gone, f"cycles broken since (remove them from CYCLES_TO_BREAK): {gone}"
-    assert all(len({m.split(".")[1] for m in group}) == 1 for group in CYCLES_TO_BREAK), \
-        "a cycle across packages is never tolerated"
+    assert not found, "import cycles:\n" + "\n".join(found)
 
 
 def test_each_exception_is_a_lazy_import_still_written():

@@ -17,7 +17,8 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from srelib.env.actions import ACTION_NAMES  # noqa: E402
 from srelib.policies.llm.tools import tool_definitions  # noqa: E402
-from srelib.serve.server import observation_dict, running  # noqa: E402
+from srelib.serve.server import running  # noqa: E402
+from srelib.serve.wire import observation_dict  # noqa: E402
 from srelib.serve.mcp import NEW_INCIDENT  # noqa: E402
 from tests.test_serve import active_sessions, in_process, policy  # noqa: E402
 from srelib.runners.rollout import reset_policy  # noqa: E402

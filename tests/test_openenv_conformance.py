@@ -58,7 +58,8 @@ def test_the_manifest_declares_what_the_code_does():
 def test_metadata_names_srelib_with_its_schemas_and_reward_range():
     from fastapi.testclient import TestClient
 
-    from srelib.serve.server import SreAction, SreObservation, build_app
+    from srelib.serve.server import build_app
+    from srelib.serve.wire import SreAction, SreObservation
 
     with TestClient(build_app()) as client:
         data = client.get("/metadata").json()

@@ -24,7 +24,8 @@ from srelib.policies.registry import build_policy  # noqa: E402
 from srelib.env.actions import ACTION_SPECS, ActionType  # noqa: E402
 from srelib.serve.remote import RemoteEnv, SreClient  # noqa: E402
 from srelib.runners.rollout import reset_policy  # noqa: E402
-from srelib.serve.server import SreAction, observation_dict, running  # noqa: E402
+from srelib.serve.server import running  # noqa: E402
+from srelib.serve.wire import SreAction, observation_dict  # noqa: E402
 from srelib.training.tiny_model import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

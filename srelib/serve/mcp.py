@@ -82,7 +82,7 @@ def tool_result(env, name: str, arguments: dict) -> dict:
 
     from srelib.policies.llm.prompts import render_observation
     from srelib.policies.llm.tools import action_from_tool_call
-    from srelib.serve.server import NoEpisodeError, SreAction, observation_dict
+    from srelib.serve.wire import NoEpisodeError, SreAction, observation_dict
 
     try:
         if name == NEW_INCIDENT:

@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import srelib.serve.server  # noqa: F401,I001 - first, so a missing OpenEnv names the serve extra
+import srelib.serve.wire  # noqa: F401,I001 - first, so a missing OpenEnv names the serve extra
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from pydantic import ValidationError
 
 from srelib.env.actions import PARSE_ERROR
-from srelib.serve.server import (ACTION_KEYS, NoEpisodeError, SessionClosedError, SreAction,
-                           SreObservation, SreState, observation_dict)
+from srelib.serve.wire import (ACTION_KEYS, NoEpisodeError, SessionClosedError, SreAction,
+                               SreObservation, SreState, observation_dict)
 
 _SERVER_ERROR = re.compile(r"Server error: (?P<message>.*) \(code: (?P<code>\w+)\)\s*$", re.S)
 
