@@ -242,13 +242,8 @@ def _outcome(frame, outcome):
     return frame[outcome]
 
 
-def _composite(phase1_factory, phase2_factory):
-    from srelib.policies.base import CompositePolicy
-
-    return CompositePolicy(phase1_factory(), phase2_factory())
-
-
 def _heuristic_then(phase2_factory):
+    from srelib.policies.base import compose
     from srelib.policies.heuristic import HeuristicPhase1Policy
 
-    return _composite(HeuristicPhase1Policy, phase2_factory)
+    return compose(HeuristicPhase1Policy, phase2_factory)

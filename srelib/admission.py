@@ -21,7 +21,7 @@ from srelib.policies.reference import ReferencePolicy
 from srelib.policies.shortcut_scripts import (AlwaysNoChangePolicy, KeywordStuffingPolicy,
                                               NullPolicy, RemediateEverythingPolicy,
                                               ReproposeBadCommitPolicy, TestDeletingPolicy)
-from srelib.validity import GATE, GATE_POOLS, play
+from srelib.validity import GATE, GATE_POOLS, play, within
 
 SEEDS = (0, 1, 2)
 #: Policies whose play depends on what the simulation shows: judged on every seed.
@@ -48,7 +48,7 @@ def gate_reasons(task: str) -> list[str]:
             continue  # declaring no change is the right answer in the no-fault family
         scores = [play(cls(), task, seed, mode=mode) for seed in seeds]
         mean = sum(s["final"] for s in scores) / len(scores)
-        if (mean < bound) if kind == "min" else (mean > bound):
+        if not within(kind, bound, mean):
             reasons.append(f"{cls.name} {'below' if kind == 'min' else 'above'} {bound}")
         if cls is BlindRevertPolicy and any((s["patch"] or {}).get("resolved") == "full" for s in scores):
             reasons.append("blind revert resolves full")

@@ -15,21 +15,21 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from srelib.env.pools import JOINT_POOLS
 from srelib.episode import EpisodeRun, EpisodeSpec, drive, episode_steps
 from srelib.executors import RayExecutor, run_on, run_unit, work_units
 from srelib.policies import base as policy_base
 from srelib.policies.base import call_reset, supports_batch
 from srelib.policies.oracle import needs_answer
 from srelib.policies.specs import describe, instantiate
-from srelib.results import Episode, RunStore, count_parse_failures, frame_from_episodes, iter_episodes
+from srelib.results import (KEY_COLUMNS, Episode, RunStore, count_parse_failures,
+                            frame_from_episodes, iter_episodes)
 from srelib.usage import usage_mark, usage_since
 from srelib.workers import process_pool
 
 __all__ = ["JOINT_POOLS", "EpisodeJob", "RayExecutor", "episode_record", "evaluate", "plan",
            "reset_policy", "run_episode"]
 
-#: Pools to use for a task when a joint (own-handoff) episode is wanted.
-JOINT_POOLS = ("C", "D")
 #: ``reset_policy(policy, seed, task)``: how every runner here (and the widgets) resets a policy.
 reset_policy = call_reset
 
@@ -92,8 +92,9 @@ def episode_record(env: Any, run: EpisodeRun, policy_name: str,
         score = score_trajectory(task, spec.mode, trajectory)
     cross = None
     null = None if null_repair is None else by_task(null_repair, task)
-    if null is not None and score.get("repair") is not None:
-        cross = float(r_cross(score["repair"], null))
+    repair = score.get("repair")
+    if null is not None and repair is not None:
+        cross = float(r_cross(repair, null))
     return Episode(policy=policy_name, task=task, pool=info["pool"], mode=info["mode"],
                    seed=info["seed"], steps=trajectory, score=score, r_cross=cross,
                    parse_failures=count_parse_failures(trajectory), tokens=tokens,
@@ -133,8 +134,8 @@ class EpisodeJob:
 
     @property
     def key(self) -> tuple:
-        """The run store's key of this job's episode."""
-        return (self.policy, self.task, self.pool, self.mode, self.seed)
+        """The run store's key of this job's episode (:attr:`srelib.results.Episode.key`)."""
+        return tuple(getattr(self, k) for k in KEY_COLUMNS)
 
 
 def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
@@ -147,9 +148,8 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     and each pool keeps the tasks of its split (pool None keeps every task). ``seeds`` is a
     count (``range(seeds)``) or explicit seeds. Jobs name tasks by their opaque ids.
     """
-    from srelib.env.catalog import resolve_tasks
+    from srelib.env.catalog import expand_tasks
     from srelib.env.pools import POOLS
-    from srelib.env.scenarios import TASKS
     from srelib.env.task_ids import task_id
 
     EpisodeSpec.resolve(mode=mode)  # an unknown mode fails before anything else
@@ -160,7 +160,7 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     unknown = [p for p in pools if p is not None and p not in POOLS]
     if unknown:
         raise ValueError(f"unknown pools {unknown}; valid pools: {sorted(POOLS)} or None")
-    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
+    wanted = expand_tasks(tasks)
     jobs = []
     for name in policy_names:
         for pool in pools:

@@ -46,7 +46,7 @@ from pydantic_core import PydanticCustomError
 
 from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
 from srelib.env.core import IncidentEnv
-from srelib.env.types import Status
+from srelib.env.types import PHASE2_KEYS, Status
 from srelib.server_guard import Clients, Guard, client_host, timed_http
 from srelib.server_mcp import McpLifecycle
 
@@ -59,8 +59,6 @@ DEFAULT_IDLE_TIMEOUT_S = 300.0
 CLIENT_SHARE = 0.25
 #: Seconds a connection has to deliver a whole request (headers and body).
 DEFAULT_READ_TIMEOUT_S = 10.0
-#: Observation keys present in phase 2 only (absent, not None, in phase 1).
-PHASE2_KEYS = ("bad_commit_sha", "issue", "file_tree")
 #: Keys the environment reads from an action; anything else a policy adds stays client-side.
 ACTION_KEYS = ("action_type", "target_service", "parameters")
 #: Options ``reset`` accepts.
@@ -110,15 +108,15 @@ class SreAction(Action):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_action_catalogue)
 
     action_type: Optional[str] = Field(
-        None, description="one of: " + ", ".join([a.value for a in ActionType]
+        default=None, description="one of: " + ", ".join([a.value for a in ActionType]
                                                  + [PARSE_ERROR, GIVE_UP]),
         json_schema_extra={"examples": [a.value for a in ActionType]})
     target_service: Optional[str] = Field(
-        None, description="the service of a targeted phase-1 action: " + ", ".join(SERVICES))
+        default=None, description="the service of a targeted phase-1 action: " + ", ".join(SERVICES))
     parameters: Optional[Dict[str, Any]] = Field(
-        None, description="the action's parameters; x-actions gives each action's schema")
+        default=None, description="the action's parameters; x-actions gives each action's schema")
     text: Optional[str] = Field(
-        None, description="a text action instead of the fields above, e.g. 'query_logs:orders'")
+        default=None, description="a text action instead of the fields above, e.g. 'query_logs:orders'")
 
     @model_validator(mode="after")
     def _text_or_fields(self):

@@ -11,8 +11,8 @@ prints the summary table the README shows.
 
 from __future__ import annotations
 
-from srelib.env.pools import POOLS
-from srelib.env.scenarios import TASKS, get_scenario
+from srelib.env.pools import POOLS, joint_pool as pool_for  # pool_for: the gate's name for it
+from srelib.env.scenarios import TASKS
 from srelib.policies.adversarial import (BlindRevertPolicy, HedgedDeclarationPolicy,
                                          MemoriseTrainPolicy, NewestDeployPolicy,
                                          ReleaseTagRevertPolicy, RewardFarmPolicy,
@@ -54,9 +54,10 @@ NO_CHANGE_TASK_BOUND = {"circuit_breaker_noop": 0.6}
 NO_CHANGE_MEAN_BOUND = 0.25
 
 
-def pool_for(task_name: str) -> str:
-    """The joint pool a task belongs to: D for held-out tasks, else C."""
-    return "D" if get_scenario(task_name).heldout else "C"
+def within(kind: str, bound: float, score: float) -> bool:
+    """The gate's rule for one bound of ``GATE``: ``score >= bound`` for a "min" bound,
+    ``score <= bound`` for a "max" one (the table and admission both judge by it)."""
+    return score >= bound if kind == "min" else score <= bound
 
 
 def gate_cells(cls) -> list[tuple[str, str]]:
@@ -86,7 +87,7 @@ def play(policy, task_name: str, seed: int, pool: str | None = None,
 
 def _row(policy: str, task: str, score: float, kind: str, bound: float, metric: str = "final",
          pool: str | None = None) -> dict:
-    ok = score >= bound if kind == "min" else score <= bound
+    ok = within(kind, bound, score)
     shown = f"{'>=' if kind == 'min' else '<='} {bound}"
     return {"policy": policy, "task": task, "pool": pool, "score": round(score, 4),
             "bound": shown if metric == "final" else f"{metric} {shown}", "ok": ok}

@@ -22,7 +22,7 @@ import hmac
 import re
 from dataclasses import dataclass
 
-from .scenarios import SCENARIOS, TASKS
+from .scenarios import TASKS, is_classic
 
 _KEY = b"srelib opaque task ids, v1"
 _DIGITS = 8
@@ -45,7 +45,7 @@ def task_id(task: str) -> str:
 
 def id_of_name(name: str) -> str:
     """The opaque id a task called ``name`` has (or would have: the name is not looked up)."""
-    return f"{'c' if name in SCENARIOS else 'g'}-{_digest(name)}"
+    return f"{'c' if is_classic(name) else 'g'}-{_digest(name)}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -88,7 +88,7 @@ def resolve(task: str) -> str:
 def public_name(task: str) -> str:
     """What a table shows people for ``task``: a classic task's name, else its opaque id."""
     name = resolve(task)
-    return name if name in SCENARIOS else task_id(name)
+    return name if is_classic(name) else task_id(name)
 
 
 def by_task(mapping, task: str):
@@ -126,20 +126,20 @@ class TaskCard:
 
 def task_card(task: str) -> TaskCard:
     """The card of ``task`` (an opaque id or a name); ValueError for an unknown task."""
+    from .catalog import split_of, suite_of
     from .scenarios import get_scenario
 
     name = resolve(task)
     scenario = get_scenario(name)
     family = shape = site = story = None
-    if name in SCENARIOS:
+    if is_classic(name):
         story = name
     else:
         from .taskgen import candidate
 
         c = candidate(name)
         family, shape, site = c.family, c.shape, c.site
-    return TaskCard(id=task_id(name), name=name, suite="classic" if story else "generated",
-                    split="heldout" if scenario.heldout else "train", family=family,
-                    shape=shape, site=site, story=story, culprit=scenario.root_cause_service,
+    return TaskCard(id=task_id(name), name=name, suite=suite_of(name), split=split_of(name),
+                    family=family, shape=shape, site=site, story=story, culprit=scenario.root_cause_service,
                     fault_class=scenario.fault_class, bad_commit=scenario.bad_commit,
                     needs_fix=scenario.needs_fix, repo=scenario.repo)

@@ -9,6 +9,7 @@ threshold can be one number or one per task, as :func:`tune_thresholds` chooses 
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable, Mapping, Sequence
 
 from srelib.policies.heuristic import HeuristicPhase1Policy
@@ -74,8 +75,6 @@ def tune_thresholds(phase2_policy, tasks: str | Sequence[str] = "all",
     at 1000), in joint episodes (pools C and D) with ``phase2_policy`` after the handoff. Ties go
     to the lower threshold, the cheaper investigation.
     """
-    import functools
-
     from srelib.rollout import JOINT_POOLS, evaluate
 
     evaluate_kwargs.setdefault("progress", False)
@@ -89,8 +88,6 @@ def tune_thresholds(phase2_policy, tasks: str | Sequence[str] = "all",
 
 def _stop_then(threshold, phase2_policy):
     """``ThresholdStopPhase1Policy(threshold)`` joined to a fresh ``phase2_policy``."""
-    from srelib.policies.base import CompositePolicy
-    from srelib.policies.specs import instantiate
+    from srelib.policies.base import compose
 
-    return CompositePolicy(ThresholdStopPhase1Policy(threshold),
-                           instantiate(phase2_policy, copy_instance=True))
+    return compose(functools.partial(ThresholdStopPhase1Policy, threshold), phase2_policy)
