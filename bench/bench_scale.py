@@ -63,7 +63,7 @@ def _ray(workers: int, address: str | None = None):
     def cluster():
         import ray
 
-        from srelib.executors import RayExecutor
+        from srelib.runners.executors import RayExecutor
 
         options = {"address": address} if address else {"num_cpus": workers,
                                                         "include_dashboard": False}

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
 
 from srelib.env.spec import EpisodeSpec
+from srelib.env.types import Observation
 from srelib.redact import redact_text
 
 #: How an episode that did not end by itself ended: the runner's cap, a policy or env failure.
@@ -34,7 +35,7 @@ class EpisodeRun:
     info, the policy calls made, and how it ended."""
 
     spec: EpisodeSpec
-    obs: dict = field(default_factory=dict)
+    obs: Observation = field(default_factory=Observation)
     info: dict = field(default_factory=dict)
     reward: float = 0.0
     calls: int = 0

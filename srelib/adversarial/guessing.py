@@ -16,7 +16,7 @@ from collections import Counter
 
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
-from srelib.env.catalog import list_tasks
+from srelib.env.catalog import SUITES, list_tasks
 from srelib.env.lookup import get_scenario
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.scripted.heuristic import FAULT_KEYWORDS, HeuristicPhase1Policy
@@ -30,7 +30,7 @@ def fault_vocabulary() -> str:
     names (a text that names three classes is refused outright)."""
     words = {w.strip() for words in FAULT_KEYWORDS.values() for w in words}
     words |= {part for c in FAULT_CLASSES for part in c.split("_")}
-    words |= {k for suite in ("classic", "generated") for t in list_tasks(suite, "train")
+    words |= {k for suite in SUITES for t in list_tasks(suite, "train")
               for k in get_scenario(t).keywords}
     names = set(SERVICES) | {c for c in FAULT_CLASSES} | {"deploy", "no", "normal"}
     return " ".join(sorted(w for w in words if w.replace("-", "_") not in names))

@@ -216,12 +216,13 @@ def oracle_phase1_experiment(seeds: int | Iterable[int] = 10,
     found. Baseline: oracle. ``outcome="repair"`` isolates phase 2's share; with the revert
     policy it differs only where the handoff changes phase 2's ending (a blind revert
     repairs nothing, so mostly on the no-fault task)."""
+    from srelib.policies.base import compose
     from srelib.policies.scripted.baselines import OracleP1ThenRandomP2Policy
     from srelib.policies.scripted.revert import RevertPhase2Policy
     from srelib.runners.rollout import JOINT_POOLS
 
     conditions = {
-        "oracle_p1": Condition(functools.partial(_composite, OracleP1ThenRandomP2Policy,
+        "oracle_p1": Condition(functools.partial(compose, OracleP1ThenRandomP2Policy,
                                                  RevertPhase2Policy), outcome=outcome),
         "heuristic_p1": Condition(functools.partial(_heuristic_then, RevertPhase2Policy),
                                   outcome=outcome),
@@ -267,13 +268,8 @@ def _outcome(frame, outcome):
     return frame[outcome]
 
 
-def _composite(phase1_factory, phase2_factory):
-    from srelib.policies.base import CompositePolicy
-
-    return CompositePolicy(phase1_factory(), phase2_factory())
-
-
 def _heuristic_then(phase2_factory):
+    from srelib.policies.base import compose
     from srelib.policies.scripted.heuristic import HeuristicPhase1Policy
 
-    return _composite(HeuristicPhase1Policy, phase2_factory)
+    return compose(HeuristicPhase1Policy, phase2_factory)

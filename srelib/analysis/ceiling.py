@@ -14,7 +14,7 @@ import functools
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
-from srelib.policies.specs import instantiate
+from srelib.policies.base import compose
 from srelib.results.store import KEY_COLUMNS
 from srelib.runners.rollout import JOINT_POOLS, evaluate
 
@@ -43,18 +43,17 @@ def ceiling_episodes(phase2_policy, phase1_policies: Mapping[str, Any] | None = 
     """
     import pandas as pd
 
-    from srelib.env.catalog import resolve_tasks
-    from srelib.env.scenarios import TASKS
+    from srelib.env.catalog import expand_tasks
 
     evaluate_kwargs.setdefault("progress", False)
-    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
+    wanted = expand_tasks(tasks)
     seeds = seeds if isinstance(seeds, int) else list(seeds)
     runs = [oracle_handoff_episodes({"oracle": phase2_policy}, wanted, seeds, **evaluate_kwargs)]
     composed = {"null": null_composite(phase2_policy)}
     for name, phase1 in (phase1_policies or {}).items():
         if name in composed or name == "oracle":
             raise ValueError(f"phase-1 policy name {name!r} is reserved; use another name")
-        composed[name] = functools.partial(_compose, phase1, phase2_policy)
+        composed[name] = functools.partial(compose, phase1, phase2_policy)
     runs.append(evaluate(composed, tasks=wanted, pools=JOINT_POOLS, seeds=seeds,
                          **evaluate_kwargs))
     frame = pd.concat(runs, ignore_index=True)
@@ -140,12 +139,11 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
     """
     import pandas as pd
 
-    from srelib.env.catalog import resolve_tasks, split_of, suite_of
-    from srelib.env.scenarios import TASKS
+    from srelib.env.catalog import expand_tasks, split_of, suite_of
     from srelib.policies.scripted.repair import RUNGS, LadderPhase2Policy
 
     evaluate_kwargs.setdefault("progress", False)
-    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
+    wanted = expand_tasks(tasks)
     seeds = seeds if isinstance(seeds, int) else list(seeds)
     rungs = {f"rung:{r}": functools.partial(LadderPhase2Policy, r) for r in RUNGS}
     clash = set(rungs) & (set(real or {}) | set(joint or {}))
@@ -169,13 +167,13 @@ def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = 
     spaced tasks (default all)."""
     import pandas as pd
 
-    from srelib.env.catalog import list_tasks
+    from srelib.env.catalog import SPLITS, list_tasks
 
     if generated_tasks is not None and (isinstance(generated_tasks, bool) or
                                         not isinstance(generated_tasks, int) or generated_tasks < 1):
         raise ValueError(f"generated_tasks must be a whole number >= 1 or None; got {generated_tasks!r}")
     runs = [ladder_episodes("all", seeds, real=real, joint=joint, **evaluate_kwargs)]
-    for split in ("train", "heldout"):
+    for split in SPLITS:
         tasks = list_tasks("generated", split)
         if generated_tasks is not None and generated_tasks < len(tasks):
             tasks = [tasks[i * len(tasks) // generated_tasks] for i in range(generated_tasks)]
@@ -223,18 +221,11 @@ def full_repair(frame):
     return (frame["resolved"] == "full") | (frame["resolved"].isna() & (frame["repair"] == 1))
 
 
-def _compose(phase1_spec: Any, phase2_spec: Any):
-    from srelib.policies import CompositePolicy
-
-    return CompositePolicy(instantiate(phase1_spec, copy_instance=True),
-                           instantiate(phase2_spec, copy_instance=True))
-
-
 def null_composite(phase2_policy: Any) -> functools.partial:
     """A factory of NullPhase1Policy joined to ``phase2_policy``: the empty-handoff arm."""
     from srelib.policies import NullPhase1Policy
 
-    return functools.partial(_compose, NullPhase1Policy, phase2_policy)
+    return functools.partial(compose, NullPhase1Policy, phase2_policy)
 
 
 def _pool_task_set(name: str, tasks: Sequence[str]) -> set[str]:

@@ -53,7 +53,13 @@ class GateRule:
     def holds(self, score: float, task: str | None = None) -> bool:
         """Does a mean ``score`` (on ``task``) keep this rule's bound?"""
         bound = self.task_bounds.get(task, self.bound) if task is not None else self.bound
-        return score >= bound if self.kind == "min" else score <= bound
+        return within(self.kind, bound, score)
+
+
+def within(kind: str, bound: float, score: float) -> bool:
+    """The gate's rule for one bound: ``score >= bound`` for a "min" bound, ``score <= bound``
+    for a "max" one (the validity table and admission both judge by it)."""
+    return score >= bound if kind == "min" else score <= bound
 
 
 _RULES: dict[type, GateRule] = {}

@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
-#: Columns that identify one episode; paired comparisons match episodes on these (minus policy).
-EPISODE_KEY = ("policy", "task", "pool", "mode", "seed")
+from srelib.results.store import KEY_COLUMNS  # paired comparisons match episodes on these (minus policy)
 
 
 def bootstrap_ci(values: Iterable[float], *, confidence: float = 0.95, n_resamples: int = 2000,
@@ -95,12 +94,12 @@ def paired_difference(frame, policy_a: str, policy_b: str, value: str = "final",
     """
     import pandas as pd
 
-    _require_columns(frame, [*EPISODE_KEY, value])
+    _require_columns(frame, [*KEY_COLUMNS, value])
     names = sorted(frame["policy"].dropna().unique())
     for name in (policy_a, policy_b):
         if name not in names:
             raise ValueError(f"policy {name!r} is not in the frame; policies: {names}")
-    match = [k for k in EPISODE_KEY if k != "policy"]
+    match = [k for k in KEY_COLUMNS if k != "policy"]
     side_a = frame[frame["policy"] == policy_a][[*match, value]]
     side_b = frame[frame["policy"] == policy_b][[*match, value]]
     pairs = side_a.merge(side_b, on=match, suffixes=("_a", "_b"))

@@ -13,10 +13,9 @@ prints the summary table the README shows.
 
 from __future__ import annotations
 
-from srelib.env.pools import POOLS
-from srelib.env.lookup import get_scenario
+from srelib.env.pools import POOLS, joint_pool as pool_for  # pool_for: the gate's name for it
 from srelib.env.scenarios import TASKS
-from srelib.analysis.gate import rules
+from srelib.analysis.gate import rules, within
 
 
 def __getattr__(name: str):
@@ -30,11 +29,6 @@ def __getattr__(name: str):
     if name == "GATE_METRIC":
         return {cls: r.metric for cls, r in rules().items() if r.metric != "final"}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def pool_for(task_name: str) -> str:
-    """The joint pool a task belongs to: D for held-out tasks, else C."""
-    return "D" if get_scenario(task_name).heldout else "C"
 
 
 def gate_cells(cls) -> list[tuple[str, str]]:
@@ -64,7 +58,7 @@ def play(policy, task_name: str, seed: int, pool: str | None = None,
 
 def _row(policy: str, task: str, score: float, kind: str, bound: float, metric: str = "final",
          pool: str | None = None) -> dict:
-    ok = score >= bound if kind == "min" else score <= bound
+    ok = within(kind, bound, score)
     shown = f"{'>=' if kind == 'min' else '<='} {bound}"
     return {"policy": policy, "task": task, "pool": pool, "score": round(score, 4),
             "bound": shown if metric == "final" else f"{metric} {shown}", "ok": ok}

@@ -11,6 +11,10 @@ The environment acts on this copy and records it, so a saved trajectory replays 
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
 MAX_DEPTH = 8
 MAX_ITEMS = 1000  # per list or dict
 MAX_NODES = 10_000  # values in one action
@@ -53,12 +57,14 @@ class _Copier:
         self.nodes = self.chars = 0
         self.problem: str | None = None
 
-    def _cut(self, place, why: str, stand_in: object) -> object:
+    def _cut(self, place, why: str, stand_in: _T) -> _T:
         if self.problem is None:
             self.problem = f"{_where(place)} {why}"
         return stand_in
 
-    def copy(self, value: object, depth: int, where) -> object:
+    def copy(self, value: Any, depth: int, where) -> object:
+        # ``value`` is anything an agent sent: read by its exact type, through the built-in
+        # types' own methods (never ``isinstance``, which asks the object for its ``__class__``)
         self.nodes += 1
         if self.nodes > MAX_NODES:
             return self._cut(where, f"is too large (more than {MAX_NODES} values in one action)",

@@ -13,15 +13,17 @@ A *task spec* is a task id, a suite name (``"generated"``), a suite and split
 
 from __future__ import annotations
 
+from typing import Any
+
 from .lookup import get_scenario, load_repo
 from .repos import Repo
-from .scenarios import SCENARIOS, TASKS, unknown_task_message
+from .scenarios import TASKS, is_classic, unknown_task_message
 
 SUITES: tuple[str, ...] = ("classic", "generated")
 SPLITS: tuple[str, ...] = ("train", "heldout")
 
-__all__ = ["SPLITS", "SUITES", "get_repo", "get_scenario", "list_tasks", "parse_suite",
-           "resolve_tasks", "split_of", "suite_of"]
+__all__ = ["SPLITS", "SUITES", "expand_tasks", "get_repo", "get_scenario", "list_tasks",
+           "parse_suite", "resolve_tasks", "split_of", "suite_of"]
 
 
 def _check_split(split: object) -> None:
@@ -48,8 +50,7 @@ def split_of(task_id: str) -> str:
 
 def suite_of(task_id: str) -> str:
     """``"classic"`` or ``"generated"``: the suite ``task_id`` belongs to (ValueError if unknown)."""
-    get_scenario(task_id)
-    return "classic" if task_id in SCENARIOS else "generated"
+    return "classic" if is_classic(get_scenario(task_id).name) else "generated"
 
 
 def parse_suite(spec: object) -> tuple[str, str | None] | None:
@@ -64,7 +65,7 @@ def parse_suite(spec: object) -> tuple[str, str | None] | None:
     return suite, (split if colon else None)
 
 
-def _items(spec: object) -> list:
+def _items(spec: Any) -> list:
     if isinstance(spec, str):
         return [part.strip() for part in spec.split(",") if part.strip()]
     try:
@@ -99,6 +100,12 @@ def resolve_tasks(spec: object, split: str | None = None) -> list[str]:
         where = f" of the {split} split" if split else ""
         raise ValueError(f"the task spec {spec!r} names no task{where}")
     return list(dict.fromkeys(wanted))
+
+
+def expand_tasks(spec: object) -> list[str]:
+    """The task ids a runner's ``tasks`` argument names: ``"all"`` is every classic task (each
+    pool then keeps those of its split), anything else a task spec (:func:`resolve_tasks`)."""
+    return list(TASKS) if spec == "all" else resolve_tasks(spec)
 
 
 def get_repo(name: str) -> Repo:

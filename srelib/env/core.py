@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import actions as A
 from .actions import ACTION_SPECS, SERVICES, ActionType
@@ -22,7 +22,10 @@ from .lookup import get_scenario
 from .scenarios import MAX_STEPS, Scenario
 from .spec import EpisodeSpec
 from .task_ids import task_id
-from .types import EnvState, Observation, StepRecord
+from .types import EnvState, Observation, Phase, StepRecord
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 #: What ``step`` returns: Gymnasium's (observation, reward, terminated, truncated, info).
 StepResult = tuple[Observation, float, bool, bool, dict[str, Any]]
@@ -131,6 +134,11 @@ class IncidentEnv:
             raise RuntimeError("call reset() before step()")
         return self._infra
 
+    def _require_scenario(self) -> Scenario:
+        if self.scenario is None:
+            raise RuntimeError("call reset() before step()")
+        return self.scenario
+
     # ------------------------------------------------------------------ reset
     def reset(self, task: str | None = None, pool: str | None = None, mode: str | None = None,
               seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
@@ -153,13 +161,13 @@ class IncidentEnv:
         self._task_id = task_id(scenario.name)  # what info (and so every agent) is shown
         self._mode = mode
         self._summary = scenario.summary.format_map(infra.vars)
-        self._phase = 1
+        self._phase: Phase = 1
         self._steps = 0
         self._cum = 0.0
         self._terminated = self._truncated = False
         self._seen: set = set()
         self._epoch = 0
-        self._workspace = None
+        self._workspace: Workspace | None = None
         self._p2: dict = {}
         self.trajectory = []
         result, message = {"message": "Incident opened. Begin the investigation."}, "Episode started"
@@ -198,7 +206,7 @@ class IncidentEnv:
             atype, target, params = self._validate(action)
         except _Invalid as exc:
             return self._invalid(safe, phase, str(exc))
-        if atype == A.GIVE_UP:
+        if not isinstance(atype, ActionType):  # A.GIVE_UP, the one reserved type that is valid
             self._steps += 1
             self._truncated = True
             self.trajectory.append(self._record(safe, phase, True, None, 0.0, None))
@@ -222,7 +230,7 @@ class IncidentEnv:
         parsed = parse_action(text, valid)
         if not parsed.ok and text.strip() and "{" not in text:  # a bare name: say what is wrong
             parsed = parse_action(json.dumps({"action_type": text.strip()}), valid)
-        return parsed.action if parsed.ok else parse_error_action(parsed.error or "")
+        return parsed.action if parsed.action is not None else parse_error_action(parsed.error or "")
 
     @staticmethod
     def _safe_action(action: Any) -> dict:
@@ -274,13 +282,13 @@ class IncidentEnv:
             if not isinstance(target, str) or target not in SERVICES:
                 raise _Invalid(f"unknown target_service {describe(target)[:100]}; valid: {list(SERVICES)}")
         clean, error = A.clean_parameters(atype, params)
-        if error is None and spec.phase == 1:
+        if clean is not None and spec.phase == 1:
             error = self._ops.check(atype, target)
-        if error is not None:
-            raise _Invalid(error)
+        if clean is None or error is not None:
+            raise _Invalid(str(error))
         return atype, target, clean
 
-    def _invalid(self, safe: dict, phase: int, error: str) -> StepResult:
+    def _invalid(self, safe: dict, phase: Phase, error: str) -> StepResult:
         self._steps += 1
         self.trajectory.append(self._record(safe, phase, False, error, R_INVALID, None))
         self._check_budget()
@@ -313,11 +321,11 @@ class IncidentEnv:
     # ------------------------------------------------------------------ transition and phase 2
     def _transition(self, safe: dict, params: dict) -> StepResult:
         belief, error = coerce_belief(params["belief"])
-        if error is None:
+        if belief is not None:
             error = self._open_phase2(belief)
-        if error is not None:
-            return self._invalid(safe, 1, error)
-        self._infra.tick()
+        if belief is None or error is not None:
+            return self._invalid(safe, 1, str(error))
+        self._require_episode().tick()
         reward = 0.0
         handed = belief_dict(belief)
         effect = {"belief": handed, "bad_commit_sha": self._p2["bad_commit_sha"]}
@@ -338,12 +346,11 @@ class IncidentEnv:
             from .workspace import Workspace
         except ImportError as exc:
             return f"phase 2 is unavailable: {exc}"
-        sc = self.scenario
-        repo = load_repo(sc.repo)
+        repo = load_repo(self._require_scenario().repo)
         shas = {c.sha for c in repo.commits}
         bad = None
         if belief.suspected_service in SERVICES:
-            sha = self._infra.incident_deploys[SERVICES.index(belief.suspected_service)]
+            sha = self._require_episode().incident_deploys[SERVICES.index(belief.suspected_service)]
             bad = sha if sha in shas else None
         self._workspace = Workspace(repo)
         self._p2 = {"bad_commit_sha": bad, "issue": self._issue_text(belief),
@@ -354,7 +361,7 @@ class IncidentEnv:
     def _issue_text(self, belief: BeliefState) -> str:
         def conf(x: float) -> str:
             return f"{x:.2f}"
-        lines = [f"## Incident: {self.scenario.title}", "", self._summary, "",
+        lines = [f"## Incident: {self._require_scenario().title}", "", self._summary, "",
                  "## Phase-1 hand-over",
                  f"- Suspected service: {belief.suspected_service or 'unknown'} "
                  f"(confidence {conf(belief.service_confidence)})",
@@ -367,8 +374,10 @@ class IncidentEnv:
         return "\n".join(lines)
 
     def _phase2(self, safe: dict, atype: ActionType, params: dict) -> StepResult:
+        if self._workspace is None:
+            raise RuntimeError("phase 2 runs in the workspace that the transition opened")
         ok, result, message = self._workspace.execute(atype.value, params)
-        self._infra.tick()
+        self._require_episode().tick()
         effect = None
         terminated = False
         if not ok:
@@ -385,7 +394,7 @@ class IncidentEnv:
         return self._finish_step(safe, 2, reward, result, ok, message, effect, terminated, atype.value)
 
     # ------------------------------------------------------------------ bookkeeping
-    def _finish_step(self, safe: dict, phase: int, reward: float, result: dict, success: bool,
+    def _finish_step(self, safe: dict, phase: Phase, reward: float, result: dict, success: bool,
                      message: str, effect: dict | None, terminated: bool,
                      ended_by: str | None) -> StepResult:
         reward = round(reward, 4)
@@ -395,13 +404,13 @@ class IncidentEnv:
         self._check_budget()
         info = self._info(valid=True)
         if terminated or self._truncated:
-            reward = self._finish(info, ended_by if terminated else "budget", reward)
+            reward = self._finish(info, ended_by if terminated and ended_by else "budget", reward)
         self._cum += reward
         obs = self._observation(result, success, message, reward)
         return obs, reward, terminated, self._truncated, info
 
     def _check_budget(self) -> None:
-        if not self._terminated and self._steps >= self.scenario.max_steps:
+        if not self._terminated and self._steps >= self._require_scenario().max_steps:
             self._truncated = True
 
     def _finish(self, info: dict, ended_by: str, reward: float) -> float:
@@ -420,9 +429,9 @@ class IncidentEnv:
         self.trajectory[-1]["reward"] = reward
         return reward
 
-    def _record(self, safe: dict, phase: int, valid: bool, error: str | None, reward: float,
+    def _record(self, safe: dict, phase: Phase, valid: bool, error: str | None, reward: float,
                 effect: dict | None, step: int | None = None) -> StepRecord:
-        infra = self._infra
+        infra = self._require_episode()
         return {"step": self._steps if step is None else step, "phase": phase,
                 "minute": infra.now - infra.page, "action": safe, "valid": valid, "error": error,
                 "reward": round(reward, 4), "statuses": infra.status_names(), "effect": effect}
@@ -440,8 +449,8 @@ class IncidentEnv:
 
     def _observation(self, result: dict, success: bool, message: str,
                      reward: float) -> Observation:
-        infra, sc = self._infra, self.scenario
-        obs = {
+        infra, sc = self._require_episode(), self._require_scenario()
+        obs: Observation = {
             "incident_title": sc.title,
             "incident_summary": self._summary,
             "severity": sc.severity,

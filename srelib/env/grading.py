@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any, Mapping
 
 from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, ActionType
 from srelib.env.patching import grade_patch
@@ -53,6 +54,7 @@ from srelib.env.pools import MODES
 from srelib.env.records import agent_transition, phase_steps
 from srelib.env.lookup import get_scenario
 from srelib.env.scenarios import Scenario
+from srelib.env.types import PatchGrade, ScoreBreakdown, Trajectory
 
 WEIGHTS = {"diagnosis": 0.30, "mitigation": 0.25, "repair": 0.35, "efficiency": 0.10}
 DIAGNOSIS_PARTS = {"service": 0.4, "fault_class": 0.3, "text": 0.3}
@@ -134,13 +136,13 @@ def diagnosis_score(scenario: Scenario, text: object, service: object, fault_cla
             + DIAGNOSIS_PARTS["text"] * (hits / len(scenario.keywords) if scenario.keywords else 0.0))
 
 
-def _action(record: dict) -> tuple[str, str | None, dict]:
+def _action(record: Mapping[str, Any]) -> tuple[str | None, str | None, dict]:
     action = record.get("action") or {}
     params = action.get("parameters")
     return action.get("action_type"), action.get("target_service"), params if isinstance(params, dict) else {}
 
 
-def viewed_evidence(records: list[dict]) -> set[str]:
+def viewed_evidence(records: Trajectory) -> set[str]:
     """The services whose logs, metrics or deploy history a valid phase-1 action viewed."""
     return {target for record in records for kind, target, _ in [_action(record)]
             if kind in EVIDENCE_ACTIONS and record.get("valid") and record.get("phase") == 1
@@ -153,7 +155,7 @@ def supported(service: object, viewed: set[str]) -> bool:
     return _text(service) in viewed if _text(service) in SERVICES else bool(viewed)
 
 
-def _diagnosis(scenario: Scenario, records: list[dict]) -> float:
+def _diagnosis(scenario: Scenario, records: Trajectory) -> float:
     for at in range(len(records) - 1, -1, -1):
         kind, _, params = _action(records[at])
         if kind == _DECLARE and records[at].get("valid"):
@@ -172,7 +174,7 @@ def _diagnosis(scenario: Scenario, records: list[dict]) -> float:
                            belief.get("suspected_fault_class"))
 
 
-def _remediations(records: list[dict]) -> list[str]:
+def _remediations(records: Trajectory) -> list[str]:
     """``"action:service"`` of every valid phase-1 remediation, in order."""
     out = []
     for record in records:
@@ -182,7 +184,7 @@ def _remediations(records: list[dict]) -> list[str]:
     return out
 
 
-def harmful_remediations(scenario: Scenario, records: list[dict]) -> list[str]:
+def harmful_remediations(scenario: Scenario, records: Trajectory) -> list[str]:
     """``"action:service"`` of each remediation of an uninvolved service and each rollback the
     scenario does not call for, in order."""
     return [
@@ -192,12 +194,12 @@ def harmful_remediations(scenario: Scenario, records: list[dict]) -> list[str]:
     ]
 
 
-def harmful_actions(scenario: Scenario, records: list[dict]) -> int:
+def harmful_actions(scenario: Scenario, records: Trajectory) -> int:
     """How many :func:`harmful_remediations` the records hold."""
     return len(harmful_remediations(scenario, records))
 
 
-def _mitigation(scenario: Scenario, records: list[dict]) -> float:
+def _mitigation(scenario: Scenario, records: Trajectory) -> float:
     required = set(scenario.required_remediation)
     taken = required & set(_remediations(records))
     handoff = agent_transition(records) or (records[-1] if records else {})
@@ -206,7 +208,7 @@ def _mitigation(scenario: Scenario, records: list[dict]) -> float:
     return len(taken) / len(required) * (0.5 + 0.5 * healthy)
 
 
-def repair_score(scenario: Scenario, task: str, records: list[dict]) -> tuple[float, dict | None, bool]:
+def repair_score(scenario: Scenario, task: str, records: Trajectory) -> tuple[float, PatchGrade | None, bool]:
     """``(repair, grade_patch result or None, declared_no_change)`` from the phase-2 ending."""
     for record in reversed(records):
         kind, _, params = _action(record)
@@ -220,7 +222,7 @@ def repair_score(scenario: Scenario, task: str, records: list[dict]) -> tuple[fl
     return 0.0, None, False
 
 
-def repair_credit(patch: dict) -> float:
+def repair_credit(patch: PatchGrade) -> float:
     """Graded credit for a ``grade_patch`` result (module doc): the share of FAIL_TO_PASS tests
     that pass, as long as every PASS_TO_PASS test still passes (1 when resolved ``"full"``, the
     share when ``"partial"``); a patch that breaks working behaviour earns nothing, as in
@@ -243,7 +245,7 @@ def _step_factor(steps: int, expected: int) -> float:
     return max(0.0, 1.0 - (steps - expected) / (STEP_SLACK * expected))
 
 
-def score_trajectory(task: str, mode: str, trajectory: list[dict]) -> dict:
+def score_trajectory(task: str, mode: str, trajectory: Trajectory) -> ScoreBreakdown:
     """The score breakdown of one episode (shape in docs/CONTRACTS.md); ``task`` is a name or
     an opaque id."""
     scenario = get_scenario(task)
@@ -255,7 +257,7 @@ def score_trajectory(task: str, mode: str, trajectory: list[dict]) -> dict:
     counted = _counted(scenario, mode)
     p1, p2 = phase_steps(trajectory)
     harm = harmful_actions(scenario, trajectory) if mode != "p2_only" else 0
-    scores: dict[str, float | None] = dict.fromkeys(WEIGHTS)
+    scores: dict[str, float] = {}  # the counted components
     patch, no_change = None, False
     if "diagnosis" in counted:
         scores["diagnosis"] = _diagnosis(scenario, trajectory)
@@ -273,9 +275,10 @@ def score_trajectory(task: str, mode: str, trajectory: list[dict]) -> dict:
     scores["efficiency"] = correctness * _step_factor(steps, expected)
     final = sum(WEIGHTS[c] * scores[c] for c in counted) / sum(WEIGHTS[c] for c in counted)
     final = min(1.0, max(0.0, final)) if math.isfinite(final) else 0.0
+    shown = {c: (round(scores[c], 4) if c in scores else None) for c in WEIGHTS}
     return {
-        "final": round(final, 4),
-        **{c: (None if v is None else round(v, 4)) for c, v in scores.items()},
+        "final": round(final, 4), "diagnosis": shown["diagnosis"], "mitigation": shown["mitigation"],
+        "repair": shown["repair"], "efficiency": shown["efficiency"],
         "fail_to_pass_rate": None if patch is None else patch["fail_to_pass_rate"],
         "pass_to_pass_rate": None if patch is None else patch["pass_to_pass_rate"],
         "counted": counted, "weights": dict(WEIGHTS), "patch": patch,

@@ -18,14 +18,16 @@ import functools
 import hashlib
 import random
 from datetime import date, timedelta
+from typing import get_args
 
 from .actions import DEPENDS_ON, SERVICES
 from .topology import upstream_of
 from .scenarios import METRIC_NAMES, ConditionSpec, LogTemplate, Scenario
+from .types import Status
 
 CPU, MEM, ERR, P50, P95, P99, RPS = range(7)
 HEALTHY, DEGRADED, DOWN = 0, 1, 2
-STATUS_NAMES = ("healthy", "degraded", "down")
+STATUS_NAMES: tuple[Status, ...] = get_args(Status)  # indexed by HEALTHY, DEGRADED, DOWN
 RELIEF_MINUTES = 4  # a restart (or relieving scale) hides symptoms; they are back after this
 REGRESSION_MINUTES = 6  # how long rolling back a good deploy hurts the service
 HISTORY_POINTS = 30
@@ -595,7 +597,7 @@ class Infrastructure:
             hit |= callers
         return tuple(i for i in _CALLEES_FIRST if i in hit)
 
-    def status_names(self) -> dict[str, str]:
+    def status_names(self) -> dict[str, Status]:
         """{service: status} now, in SERVICES order (a fresh dict)."""
         return dict(self._names)
 

@@ -7,14 +7,22 @@ are rebuilt with their own type, every other value is immutable and shared.
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
 
-def json_copy(value):
+_T = TypeVar("_T")
+
+
+def json_copy(value: _T) -> _T:
     """A copy of ``value`` in which no dict, list or tuple is shared with the original."""
+    return _copy(value)
+
+
+def _copy(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
-        return {key: json_copy(item) for key, item in value.items()}
+        return {key: _copy(item) for key, item in value.items()}
     if kind is list:
-        return [json_copy(item) for item in value]
+        return [_copy(item) for item in value]
     if kind is tuple:
-        return tuple([json_copy(item) for item in value])
+        return tuple([_copy(item) for item in value])
     return value

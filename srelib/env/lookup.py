@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from . import taskgen
 from .memo import byte_lru
 from .repos import Repo, classic_repo, list_repos
-from .scenarios import SCENARIOS, Scenario, unknown_task_message
+from .scenarios import SCENARIOS, Scenario, is_classic, unknown_task_message
 from .task_ids import is_opaque, resolve, task_id
 
 __all__ = ["TaskCard", "get_scenario", "load_repo", "task_card"]
@@ -82,7 +82,7 @@ def task_card(task: str) -> TaskCard:
     name = resolve(task)
     scenario = get_scenario(name)
     family = shape = site = story = None
-    if name in SCENARIOS:
+    if is_classic(name):
         story = name
     else:
         c = taskgen.candidate(name)

@@ -109,7 +109,7 @@ def byte_lru(max_bytes: int, size: Callable[[Hashable, Any], int] | None = None)
                 memo.put(key, value)
             return value
 
-        wrapper.memo, wrapper.cache_clear = memo, memo.clear
+        vars(wrapper).update(memo=memo, cache_clear=memo.clear)
         return wrapper
 
     return decorate

@@ -13,7 +13,7 @@ import ast
 import difflib
 import json
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # pyright: ignore[reportAttributeAccessIssue] - public, not in typeshed
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -160,12 +160,12 @@ def _brace_groups(text: str) -> Iterator[list[tuple[int, int]]]:
         i = found.start()
         ch = text[i]
         if ch == "{":
-            run = _RUN["{"].match(text, i).end()
+            run = _match_end(_RUN["{"], text, i)
             kept = 0 if deeper else min(run - i, MAX_OPEN - len(opened))
             opened.extend(range(i, i + kept))
             deeper += run - i - kept
         elif ch == "}":
-            run = _RUN["}"].match(text, i).end()
+            run = _match_end(_RUN["}"], text, i)
             inner = min(deeper, run - i)
             deeper -= inner
             for close in range(i + inner + 1, min(run, i + inner + len(opened)) + 1):
@@ -197,7 +197,14 @@ def _string_end(text: str, i: int) -> int:
             return scanstring(text, i + 1, False)[1]
         except ValueError:  # not JSON (an unknown escape, or unterminated): read it loosely
             pass
-    return _QUOTED_REST[text[i]].match(text, i + 1).end()
+    return _match_end(_QUOTED_REST[text[i]], text, i + 1)
+
+
+def _match_end(pattern: re.Pattern, text: str, start: int) -> int:
+    """Where ``pattern``'s match at ``start`` ends (the callers' patterns always match there)."""
+    found = pattern.match(text, start)
+    assert found is not None, pattern.pattern
+    return found.end()
 
 
 def _unclosed(text: str) -> bool:

@@ -77,6 +77,7 @@ from srelib.env.lookup import load_repo
 from srelib.env.repos import Repo
 from srelib.env.sandbox import grading_level, minimal_env, python, run_isolated
 from srelib.env.site_guard import site_units, site_unchanged
+from srelib.env.types import PatchGrade
 from srelib.env.verdicts import Observation, collect, draw_seed, rates, resolution, verdicts
 from srelib.env.workspace import check_path
 
@@ -150,7 +151,7 @@ def _normalise(text: str) -> tuple[str, tuple[str, ...], str | None]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     fenced = _FENCE.search(text)
     if fenced:
-        text = fenced.group(1)
+        text = str(fenced.group(1))
     parts, touched = [], []
     for section in _sections(text):
         old, new = section["old"], section["new"]
@@ -158,7 +159,7 @@ def _normalise(text: str) -> tuple[str, tuple[str, ...], str | None]:
             return "", tuple(touched), f"renames are not supported ({old} -> {new})"
         path = new if old == "/dev/null" else old
         checked, problem = check_path(path)
-        if problem or checked == ".":
+        if checked is None or checked == ".":
             return "", tuple(touched), f"bad path {path!r} in diff: {problem or 'no file named'}"
         if is_test_path(checked):
             touched.append(checked)
@@ -274,7 +275,7 @@ def _task_tests(repo: Repo, wanted: list[str]) -> dict[str, str]:
 
 
 def grade_patch(repo_name: str, task: str, diff: object,
-                timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+                timeout_s: float = DEFAULT_TIMEOUT_S) -> PatchGrade:
     """Grade a diff against ``task``'s hidden tests (see the module docstring), guarding the
     task's bug site (:mod:`srelib.env.site_guard`); memoised."""
     repo = load_repo(repo_name)
@@ -289,7 +290,7 @@ def _read_tree(root: Path, paths: set[str]) -> dict[str, str]:
 
 
 def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: object,
-               timeout_s: float = DEFAULT_TIMEOUT_S, site: tuple[tuple[str, str], ...] = ()) -> dict:
+               timeout_s: float = DEFAULT_TIMEOUT_S, site: tuple[tuple[str, str], ...] = ()) -> PatchGrade:
     """Grade a diff against explicit FAIL_TO_PASS / PASS_TO_PASS test ids of ``repo_name``. When
     the patched tree leaves every unit of ``site`` (``(file, function or "<module>")``, see
     :mod:`srelib.env.site_guard`) as it was, no FAIL_TO_PASS test counts as passing."""
@@ -301,10 +302,11 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
     memoised = _MEMO.get(key)
     if memoised is not None:
         return json_copy(memoised)
-    result = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
+    result: PatchGrade = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
               "FAIL_TO_PASS": dict.fromkeys(f2p_ids, False),
               "PASS_TO_PASS": dict.fromkeys(p2p_ids, False), "resolved": "no",
-              "site_unchanged": False, "timed_out": False, "isolation": level, "verified": verified}
+              "site_unchanged": False, "timed_out": False, "isolation": level, "verified": verified,
+              "fail_to_pass_rate": None, "pass_to_pass_rate": None}
     if error is None:
         with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
             root = Path(tmp)
@@ -322,6 +324,8 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
                     result["FAIL_TO_PASS"] = dict.fromkeys(f2p_ids, False)
                 result["PASS_TO_PASS"] = verdicts(repo, p2p_ids, seen, seed)
                 result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
-    result.update(rates(result["FAIL_TO_PASS"], result["PASS_TO_PASS"]))
+    measured = rates(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
+    result["fail_to_pass_rate"] = measured["fail_to_pass_rate"]
+    result["pass_to_pass_rate"] = measured["pass_to_pass_rate"]
     _MEMO.put(key, result)
     return json_copy(result)

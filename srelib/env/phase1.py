@@ -35,6 +35,13 @@ def _valid_actions(rollbackable: tuple[bool, ...], down: tuple[bool, ...],
     return tuple(out)
 
 
+def _service(target: str | None) -> str:
+    """The service a targeted action names (the environment has validated it)."""
+    if target is None:
+        raise ValueError("a targeted phase-1 action needs a target_service")
+    return target
+
+
 class Operations:
     """Phase-1 actions over one episode's :class:`~srelib.env.infra.Infrastructure`."""
 
@@ -43,9 +50,10 @@ class Operations:
 
     def check(self, action: ActionType, target: str | None) -> str | None:
         """Why the system's state refuses ``action`` on ``target`` now, or None."""
-        if action is ActionType.ROLLBACK_DEPLOY and not self.infra.can_rollback(target):
+        if action is ActionType.ROLLBACK_DEPLOY and not self.infra.can_rollback(_service(target)):
             return f"{target} has no earlier deploy to roll back to"
-        if action is ActionType.SCALE_SERVICE and self.infra.statuses[SERVICES.index(target)] == DOWN:
+        if action is ActionType.SCALE_SERVICE and \
+                self.infra.statuses[SERVICES.index(_service(target))] == DOWN:
             return f"cannot scale {target} while it is down"
         return None
 
@@ -64,12 +72,13 @@ class Operations:
         ``final`` says that a declaration ends the episode, which its result then says."""
         infra = self.infra
         if action in PHASE1_REMEDIATION:
+            svc = _service(target)
             if action is ActionType.RESTART_SERVICE:
-                outcome = infra.restart(target)
+                outcome = infra.restart(svc)
             elif action is ActionType.ROLLBACK_DEPLOY:
-                outcome = infra.rollback(target)
+                outcome = infra.rollback(svc)
             else:
-                outcome = infra.scale(target, params["replicas"])
+                outcome = infra.scale(svc, params["replicas"])
             infra.tick()
             effect = {"cleared_faults": outcome.cleared, "rolled_back_to": outcome.rolled_back_to}
             return {"service": target, "outcome": outcome.message}, outcome.message, effect
@@ -89,20 +98,21 @@ class Operations:
         if action is ActionType.VIEW_ALERTS:
             alerts = infra.alerts()
             return {"alerts": alerts, "count": len(alerts)}, f"{len(alerts)} alert(s) firing"
+        svc = _service(target)
         if action is ActionType.QUERY_LOGS:
-            logs = infra.logs(target, params["level"], params["keyword"], params["limit"])
+            logs = infra.logs(svc, params["level"], params["keyword"], params["limit"])
             return ({"service": target, "logs": logs, "count": len(logs)},
                     f"{len(logs)} log line(s) from {target}")
         if action is ActionType.CHECK_METRICS:
-            points = infra.metric_history(target)
+            points = infra.metric_history(svc)
             return ({"service": target, "metrics": points, "data_points": len(points)},
                     f"{len(points)} metric points for {target}")
         if action is ActionType.CHECK_DEPENDENCIES:
-            deps = {"depends_on": list(DEPENDS_ON[target]), "depended_by": list(DEPENDED_BY[target])}
+            deps = {"depends_on": list(DEPENDS_ON[svc]), "depended_by": list(DEPENDED_BY[svc])}
             return {"service": target, "dependencies": deps}, f"Dependencies of {target}"
         if action is ActionType.CHECK_DEPLOY_HISTORY:
-            deploys = infra.deploy_history(target)
+            deploys = infra.deploy_history(svc)
             return ({"service": target, "deploys": deploys, "count": len(deploys)},
                     f"{len(deploys)} deploy(s) of {target}")
-        check = infra.health_check(target)
+        check = infra.health_check(svc)
         return {"service": target, "health_check": check}, f"{target} is {check['status']}"

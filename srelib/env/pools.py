@@ -49,6 +49,14 @@ POOLS: dict[str, Pool] = {
     "D": Pool("D", "held-out tasks, joint", "heldout", "joint"),
 }
 
+#: The joint pools, one a split: where a task plays when its agent makes its own handoff.
+JOINT_POOLS: tuple[str, ...] = tuple(name for name, p in POOLS.items() if p.mode == "joint")
+
+
+def joint_pool(task: str) -> str:
+    """The joint pool ``task`` (any suite's id) plays in: D for held-out tasks, else C."""
+    return next(name for name in JOINT_POOLS if POOLS[name].accepts(task))
+
 
 def reset_choices(task: str | None, pool: str | None) -> tuple[str | None, tuple[str, ...]]:
     """For ``reset(task, pool)``: ``(the task named, or None; the tasks a seeded draw picks from)``.
@@ -66,11 +74,12 @@ def reset_choices(task: str | None, pool: str | None) -> tuple[str | None, tuple
             raise ValueError(f"{task!r} has no task in pool {pool} (its split is {split!r})")
         return None, tuple(resolve_tasks(task, split))
     candidates = POOLS[pool].tasks if pool is not None else TRAIN_TASKS
-    if task is not None and pool is None:
-        split_of(task)  # ValueError naming the suites for an unknown id
-    elif task is not None and not POOLS[pool].accepts(task):
-        raise ValueError(f"task {task!r} is not in pool {pool} ({POOLS[pool].split} tasks); "
-                         f"its classic tasks: {list(candidates)}")
+    if task is not None:
+        if pool is None:
+            split_of(task)  # ValueError naming the suites for an unknown id
+        elif not POOLS[pool].accepts(task):
+            raise ValueError(f"task {task!r} is not in pool {pool} ({POOLS[pool].split} tasks); "
+                             f"its classic tasks: {list(candidates)}")
     return task, candidates
 
 

@@ -21,12 +21,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, get_args
 
 from .actions import FAULT_CLASSES, LOG_LEVELS, SERVICES, ActionType
+from .types import Severity
 
 DATA_DIR = Path(__file__).with_name("scenario_data")
 METRIC_NAMES = ("cpu", "memory", "error_rate", "latency_p50", "latency_p95", "latency_p99", "rps")
-SEVERITIES = ("SEV1", "SEV2", "SEV3")
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 _SHA = re.compile(r"^[0-9a-f]{7}$")
 _CLEARING_ACTIONS = (ActionType.RESTART_SERVICE.value, ActionType.SCALE_SERVICE.value)
 _REMEDIATIONS = ("restart_service", "rollback_deploy", "scale_service")
@@ -118,7 +120,7 @@ class Scenario:
 
     name: str
     title: str
-    severity: str
+    severity: Severity
     summary: str
     root_cause_service: str
     acceptable_services: tuple
@@ -256,7 +258,7 @@ class ScenarioFolder:
                 if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
 
 
-def _test_ids(raw: object, where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _test_ids(raw: Any, where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     _check(isinstance(raw, dict), where, "'tests' must be an object with fail_to_pass and pass_to_pass")
     unknown = set(raw) - {"fail_to_pass", "pass_to_pass"}
     _check(not unknown, where, f"tests: unknown keys {sorted(unknown)}; valid keys: "
@@ -301,6 +303,10 @@ SCENARIOS: dict[str, Scenario] = {name: f.scenario for name, f in FOLDERS.items(
 #: The hand-written (``classic``) task names in the reference's registry order.
 TASKS: tuple[str, ...] = tuple(SCENARIOS)
 
+
+def is_classic(name: str) -> bool:
+    """Is ``name`` the name of a hand-written (classic) task? Every other task is generated."""
+    return name in SCENARIOS
 
 def unknown_task_message(names: object) -> str:
     """Why ``names`` (one id or a list) are no tasks: the suites and a few example ids."""

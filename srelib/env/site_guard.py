@@ -21,6 +21,8 @@ the site unchanged cannot have fixed the bug, whatever else it edits (a payload 
 
 from __future__ import annotations
 
+from typing import Any
+
 import ast
 import copy
 
@@ -138,7 +140,7 @@ def _lines(text: str) -> list[str]:
     return [repr(sorted({line.split("#", 1)[0].strip() for line in text.splitlines()} - {""}))]
 
 
-def _units_size(key: tuple, units: dict[str, list[str]] | None) -> int:
+def _units_size(key: Any, units: Any) -> int:
     """Bytes a cached :func:`_units` entry holds, about: its text and its normal forms."""
     text, path = key
     return len(text) + len(path) + sum(len(form) for forms in (units or {}).values()

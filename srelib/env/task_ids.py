@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import re
 from . import taskgen
-from .scenarios import SCENARIOS, TASKS, unknown_task_message
+from .scenarios import TASKS, is_classic, unknown_task_message
 
 _KEY = b"srelib opaque task ids, v1"
 _DIGITS = 8
@@ -45,7 +45,7 @@ def task_id(task: str) -> str:
 
 def id_of_name(name: str) -> str:
     """The opaque id a task called ``name`` has (or would have: the name is not looked up)."""
-    return f"{'c' if name in SCENARIOS else 'g'}-{_digest(name)}"
+    return f"{'c' if is_classic(name) else 'g'}-{_digest(name)}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,7 +78,7 @@ def resolve(task: str) -> str:
             raise ValueError(f"unknown task id {task!r}; srelib.list_tasks() lists the tasks "
                              "(srelib.task_card(name) gives a task's id)")
         return table[task]
-    if isinstance(task, str) and task in SCENARIOS or taskgen.is_generated_id(task):
+    if isinstance(task, str) and is_classic(task) or taskgen.is_generated_id(task):
         return task
     raise ValueError(unknown_task_message(task))
 
@@ -86,7 +86,7 @@ def resolve(task: str) -> str:
 def public_name(task: str) -> str:
     """What a table shows people for ``task``: a classic task's name, else its opaque id."""
     name = resolve(task)
-    return name if name in SCENARIOS else task_id(name)
+    return name if is_classic(name) else task_id(name)
 
 
 def by_task(mapping, task: str):

@@ -7,10 +7,13 @@ what it sees (:class:`Observation`), what the environment records per step
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Optional, TypedDict
+from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict
 
+#: A service's status, best first (``srelib.env.infra.STATUS_NAMES`` indexes it).
 Status = Literal["healthy", "degraded", "down"]
 Resolution = Literal["full", "partial", "no"]
+Severity = Literal["SEV1", "SEV2", "SEV3"]
+Phase = Literal[1, 2]
 
 
 class _ActionRequired(TypedDict):
@@ -41,8 +44,8 @@ class Observation(TypedDict, total=False):
 
     incident_title: str
     incident_summary: str
-    severity: Literal["SEV1", "SEV2", "SEV3"]
-    current_phase: Literal[1, 2]
+    severity: Severity
+    current_phase: Phase
     time_elapsed_minutes: int
     steps_taken: int
     max_steps: int
@@ -62,6 +65,12 @@ class Observation(TypedDict, total=False):
     file_tree: list[str]
 
 
+#: Every key an observation can hold, in the order above; ``PHASE2_KEYS`` are present in phase 2
+#: only (absent, not None, in phase 1).
+OBSERVATION_KEYS: tuple[str, ...] = tuple(Observation.__annotations__)
+PHASE2_KEYS: tuple[str, ...] = ("bad_commit_sha", "issue", "file_tree")
+
+
 class StepRecord(TypedDict):
     """One entry of ``IncidentEnv.trajectory`` (every step, valid or not).
 
@@ -76,7 +85,7 @@ class StepRecord(TypedDict):
     """
 
     step: int
-    phase: Literal[1, 2]
+    phase: Phase
     minute: int
     action: dict[str, Any]
     valid: bool
@@ -84,6 +93,11 @@ class StepRecord(TypedDict):
     reward: float
     statuses: dict[str, Status]
     effect: Optional[dict[str, Any]]
+
+
+#: A trajectory as its readers take it: the environment's :class:`StepRecord` s, or the same
+#: records read back from JSON.
+Trajectory = Sequence[Mapping[str, Any]]
 
 
 class PatchGrade(TypedDict):

@@ -41,6 +41,7 @@ from typing import Callable
 
 from srelib.env.memo import byte_lru, deep_size
 from srelib.env.repos import Repo
+from srelib.env.types import Resolution
 
 RECORD_CHARS = 1 << 17
 MAX_DEPTH = 24
@@ -150,7 +151,7 @@ def verdicts(repo: Repo, test_ids: list[str], observations: dict[str, Observatio
     return {t: check(repo, t, observations.get(t), seed) for t in test_ids}
 
 
-def resolution(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> str:
+def resolution(fail_to_pass: dict[str, bool], pass_to_pass: dict[str, bool]) -> Resolution:
     """SWE-bench's ``resolved``: ``"full"`` when every FAIL_TO_PASS and PASS_TO_PASS test
     passes, ``"partial"`` when some but not all FAIL_TO_PASS pass and every PASS_TO_PASS
     passes, else ``"no"``."""

@@ -174,8 +174,8 @@ class Workspace:
 
     def read_file(self, params: dict) -> Result:
         path, problem = self._file(params)
-        if problem:
-            return _error(problem)
+        if path is None:
+            return _error(str(problem))
         lines = self.repo.tree[path].splitlines(keepends=True)
         start = params["start_line"] or 1
         end = params["end_line"] or len(lines) or 1
@@ -199,8 +199,8 @@ class Workspace:
             return _error("path_glob must be a short relative glob (letters, digits, '_-./*?[]!'; no '..')")
         if use_regex:
             pattern, problem = compile_regex(query)
-            if problem:
-                return _error(problem)
+            if pattern is None:
+                return _error(str(problem))
 
             def matches(line: str) -> bool:
                 return pattern.search(line[:REGEX_LINE_CHARS]) is not None
@@ -228,8 +228,8 @@ class Workspace:
 
     def get_git_log(self, params: dict) -> Result:
         path, problem = check_path(params["path"])
-        if problem:
-            return _error(problem)
+        if path is None:
+            return _error(str(problem))
         n = params["n_commits"]
         selected = [c for c in self.repo.commits if path == "." or any(
             f == path or f.startswith(path + "/") for f in c.files)]

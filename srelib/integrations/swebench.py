@@ -35,7 +35,7 @@ from srelib.env.catalog import list_tasks, split_of
 from srelib.env.core import IncidentEnv
 from srelib.env.patching import grade_patch
 from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.scenarios import TASKS
+from srelib.env.scenarios import is_classic
 from srelib.env.task_ids import resolve, task_id
 
 PREFIX = "srelib__"
@@ -60,7 +60,7 @@ def public_repo(task: str) -> str:
     """The name ``task``'s repository is exported under: a classic repository's own name, or
     ``gen-`` and the digits of a generated task's opaque id (its own name spells the task)."""
     name = resolve(task)
-    return get_scenario(name).repo if name in TASKS else f"gen-{task_id(name)[2:]}"
+    return get_scenario(name).repo if is_classic(name) else f"gen-{task_id(name)[2:]}"
 
 
 def task_of(instance: object) -> str:

@@ -16,12 +16,14 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from srelib.results.store import COMPONENTS
+
 #: Okabe & Ito (2008), ordered so that the first colours contrast best on white.
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442",
              "#000000")
 KINDS = ("violin", "box", "ecdf")
 #: Columns that hold scores in [0, 1]; their axes always span the whole range.
-SCORE_COLUMNS = ("final", "diagnosis", "mitigation", "repair", "efficiency", "r_cross")
+SCORE_COLUMNS = ("final", *COMPONENTS, "r_cross")
 #: The colour each ``srelib eval`` policy (and each ceiling handoff) keeps in every plot.
 POLICY_COLOURS = {"null": "#000000", "random": "#56B4E9", "oracle-random": "#CC79A7",
                   "oracle": "#CC79A7", "heuristic": "#E69F00", "revert": "#F0E442",

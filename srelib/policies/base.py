@@ -10,8 +10,9 @@ the episode (any hashable; without it an item's position in the batch is its lan
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Dict, Hashable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Hashable, Protocol, Sequence, runtime_checkable
 
+from srelib.env.types import Action, Observation
 from srelib.policies.oracle import hand_answer, needs_answer
 
 
@@ -19,7 +20,7 @@ from srelib.policies.oracle import hand_answer, needs_answer
 class Policy(Protocol):
     """Anything that maps an observation to an action dict."""
 
-    def __call__(self, observation: Dict[str, Any], phase: int, task_name: str) -> Dict[str, Any]:
+    def __call__(self, observation: Observation, phase: int, task_name: str) -> Action:
         ...
 
 
@@ -29,7 +30,7 @@ class BatchPolicy(Protocol):
     lockstep (:func:`srelib.runners.lockstep.run_lockstep`), one call per step for every running episode.
     ``reset_batch([(seed, task_name), ...])`` is optional."""
 
-    def act_batch(self, items: Sequence[Sequence]) -> list[Dict[str, Any]]:
+    def act_batch(self, items: Sequence[Sequence]) -> list[Action]:
         ...
 
 
@@ -38,13 +39,13 @@ def supports_batch(policy: Any) -> bool:
     return callable(getattr(policy, "act_batch", None))
 
 
-def make_action(action_type: Any, target_service: str | None = None, **parameters: Any) -> dict:
+def make_action(action_type: Any, target_service: str | None = None, **parameters: Any) -> Action:
     """An action dict in the contract's shape (``action_type`` may be an ActionType)."""
     return {"action_type": getattr(action_type, "value", action_type),
             "target_service": target_service, "parameters": parameters}
 
 
-def handoff_action(belief: Any) -> dict:
+def handoff_action(belief: Any) -> Action:
     """``transition_to_phase2`` handing over ``belief`` (a BeliefState or its dict)."""
     from dataclasses import asdict, is_dataclass
 
@@ -179,6 +180,15 @@ class CompositePolicy:
     def _reset_batch(self, episodes: Sequence) -> None:
         self.phase1.reset_batch(episodes)
         self.phase2.reset_batch(episodes)
+
+
+def compose(phase1: Any, phase2: Any) -> CompositePolicy:
+    """A fresh :class:`CompositePolicy` of two policy specs (:mod:`srelib.policies.specs`: a
+    factory is called, an instance copied): how registries and experiments join two policies."""
+    from srelib.policies.specs import instantiate
+
+    return CompositePolicy(instantiate(phase1, copy_instance=True),
+                           instantiate(phase2, copy_instance=True))
 
 
 def _renumber_items(usage, mark: int | None, picked: list[int]) -> None:

@@ -26,8 +26,10 @@ def build_policy(*class_names: str) -> Any:
     """A fresh policy from ``srelib.policies`` class names (two are joined by CompositePolicy)."""
     import srelib.policies as policies
 
-    parts = [getattr(policies, name)() for name in class_names]
-    return parts[0] if len(parts) == 1 else policies.CompositePolicy(*parts)
+    from srelib.policies.base import compose
+
+    parts = [getattr(policies, name) for name in class_names]
+    return parts[0]() if len(parts) == 1 else compose(*parts)
 
 
 def scripted_policy(name: str) -> functools.partial:

@@ -77,7 +77,7 @@ def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]]) -> dict[s
     viewed: set[str] = set()
     for record in records:
         action = record.get("action") or {}
-        kind = SIGNALS.get(action.get("action_type"))
+        kind = SIGNALS.get(str(action.get("action_type")))
         service = action.get("target_service")
         if record.get("phase") != 1 or not record.get("valid") or kind is None or not service:
             continue
@@ -136,8 +136,9 @@ def localisation_scores(frame):
     ``bad_function_edited``). NaN where the phase was not played or has nothing to find."""
     import pandas as pd
 
-    rank = pd.to_numeric(frame["culprit_rank"], errors="coerce")
-    played = pd.to_numeric(frame["evidence_coverage"], errors="coerce").notna()
+    rank = pd.Series(pd.to_numeric(frame["culprit_rank"], errors="coerce"), index=frame.index)
+    played = pd.Series(pd.to_numeric(frame["evidence_coverage"], errors="coerce"),
+                       index=frame.index).notna()
     phase1 = (1 / rank).fillna(0).where(played)
     found = frame[list(PHASE2_COLUMNS[:4])].apply(pd.to_numeric, errors="coerce")
     return pd.DataFrame({"phase1": phase1, "phase2": found.mean(axis=1, skipna=True)},

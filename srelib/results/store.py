@@ -21,9 +21,11 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, TypedDict
 
 from srelib.env.actions import PARSE_ERROR
+from srelib.env.grading import WEIGHTS
+from srelib.env.types import ScoreBreakdown
 from srelib.results.localisation import LOCALISATION_COLUMNS, PARTIAL_REPAIR, partial_repair
 from srelib.redact import scrub_secrets
 
@@ -38,7 +40,7 @@ LOCK_FILE = EPISODES_FILE + ".lock"
 #: The columns that identify an episode; resume and de-duplication key on them.
 KEY_COLUMNS = ("policy", "task", "pool", "mode", "seed")
 #: Score components in the order of ``grading.WEIGHTS`` (see docs/CONTRACTS.md, Scores).
-COMPONENTS = ("diagnosis", "mitigation", "repair", "efficiency")
+COMPONENTS: tuple[str, ...] = tuple(WEIGHTS)
 #: Columns of the frames that :func:`srelib.load_run` and :func:`srelib.evaluate` return.
 COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", *PARTIAL_REPAIR, "p1_steps",
            "p2_steps", "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s",
@@ -47,6 +49,34 @@ COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", *PARTIAL_R
 #: Episode fields that no replay can check: what the policy cost, the text of its failure, and
 #: whether it was handed the answer. ``run.json`` lists them under ``unverifiable``.
 UNVERIFIABLE = ("tokens", "latency_s", "wall_s", "error", "oracle")
+
+
+class RunPlan(TypedDict):
+    """The planned grid of a run: its episode keys (``[policy, task id, pool, mode, seed]``)
+    and :func:`plan_digest` of them."""
+
+    episodes: list[list[Any]]
+    digest: str
+
+
+class RunManifest(TypedDict, total=False):
+    """``run.json``, as :meth:`RunStore.write_config` writes it (a file from elsewhere may lack
+    any key): the run's config (secrets redacted), package versions, git revision, the
+    sandbox's isolation level and mode and whether its verdicts hold, when it was created and
+    each start, the episode fields no replay checks, and the planned grid."""
+
+    config: Any  # the config dict as srelib.redact returns it
+    versions: dict[str, str]
+    git: dict[str, Any] | None
+    isolation: str
+    sandbox: str
+    verified: bool
+    created: str
+    started: list[str]
+    unverifiable: list[str]
+    plan: RunPlan
+
+
 _VERSIONED = ("srelib", "numpy", "pandas", "matplotlib", "tqdm", "openai", "transformers", "torch")
 
 
@@ -69,7 +99,7 @@ class Episode:
     mode: str
     seed: int
     steps: list[dict] = field(default_factory=list)
-    score: dict | None = None
+    score: ScoreBreakdown | None = None
     r_cross: float | None = None
     parse_failures: int = 0
     tokens: int | None = None
@@ -228,9 +258,9 @@ class RunStore:
 
         run_file = self.path / RUN_FILE
         with self._locked():
-            previous = json.loads(run_file.read_text()) if run_file.exists() else {}
+            previous: RunManifest = json.loads(run_file.read_text()) if run_file.exists() else {}
             now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            record = {"config": redact(json.loads(json.dumps(config, default=str))),
+            record: RunManifest = {"config": redact(json.loads(json.dumps(config, default=str))),
                       "versions": package_versions(), "git": git_revision(),
                       "isolation": isolation_level(), "sandbox": sandbox_mode(),
                       "verified": isolation_level() in HOLDING_LEVELS,
@@ -386,7 +416,7 @@ def run_directory(path: str | os.PathLike) -> Path:
     return path.parent if path.name == EPISODES_FILE and path.is_file() else path
 
 
-def load_config(path: str | os.PathLike) -> dict[str, Any]:
+def load_config(path: str | os.PathLike) -> RunManifest:
     """The parsed ``run.json`` of a run directory."""
     _require_run(path)
     return json.loads((Path(path) / RUN_FILE).read_text())

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from srelib.env.actions import PARSE_ERROR
+from srelib.env.types import Observation, ScoreBreakdown
 
 _PARSE_MESSAGE = "Your reply could not be parsed as an action"
 
@@ -54,9 +55,9 @@ class Verification:
     records_match: bool
     score_match: bool
     problems: tuple[str, ...]
-    replayed_score: dict | None
-    first_observation: dict | None = None
-    observations: tuple = ()
+    replayed_score: ScoreBreakdown | None
+    first_observation: Observation | None = None
+    observations: tuple[Observation | None, ...] = ()
 
     def __bool__(self) -> bool:
         return self.ok
@@ -73,7 +74,7 @@ def _parse_error(record: dict) -> bool:
         (isinstance(error, str) and error.startswith(_PARSE_MESSAGE))
 
 
-def _differences(stored: dict, replayed: dict) -> list[str]:
+def _differences(stored: dict, replayed: Mapping[str, Any]) -> list[str]:
     keys = set(stored) | set(replayed)
     if stored.get("valid") is False and replayed.get("valid") is False and \
             not _parse_error(stored):
@@ -81,13 +82,13 @@ def _differences(stored: dict, replayed: dict) -> list[str]:
     return [k for k in sorted(keys) if _normal(stored.get(k)) != _normal(replayed.get(k))]
 
 
-def _as_seen(obs: dict, record: dict) -> dict:
+def _as_seen(obs: Observation, record: dict) -> Observation:
     """The observation the agent saw for ``record``: an invalid action is replayed as a stand-in
     (see the module doc), so its error text is put back from the record."""
     if record.get("valid") is not False or not isinstance(record.get("error"), str):
         return obs
     error = record["error"]
-    return {**obs, "action_result": {**obs["action_result"], "error": error},
+    return {**obs, "action_result": {**obs.get("action_result", {}), "error": error},
             "action_message": f"Invalid action: {error}"}
 
 
@@ -121,7 +122,7 @@ def verify_episode(episode: Any, *, max_steps: int | None = None,
         return Verification(False, False, False, ("cannot replay: the environment failed to "
                                                   "reset",), None, observations=(None,) * len(stored))
     first = run.obs
-    observations: list[dict | None] = [first] * min(len(env.trajectory), len(stored))
+    observations: list[Observation | None] = [first] * min(len(env.trajectory), len(stored))
     problems: list[str] = []
     for i, record in enumerate(stored):
         if i >= len(env.trajectory):
@@ -182,7 +183,7 @@ def _ending_problems(episode: Any, run: Any, records: int, max_steps: int | None
     return []
 
 
-def _count_problems(episode: Any, replayed: dict, null_repair: Mapping | None) -> list[str]:
+def _count_problems(episode: Any, replayed: Mapping[str, Any], null_repair: Mapping | None) -> list[str]:
     """The parse failures and ``r_cross`` the episode states, against its records and score."""
     from srelib.env.grading import r_cross
     from srelib.env.task_ids import by_task
@@ -210,9 +211,10 @@ def verify_run(path: Any, episodes: list | None = None) -> list[str]:
     that does not replay (:func:`verify_episode` with the run's ``max_steps`` and
     ``null_repair``). Episodes are named by their key, the task by its public name. Empty: the
     run is what its manifest and the environment say it is."""
-    from srelib.results.store import load_config, load_episodes, plan_digest
+    from srelib.results.store import RunManifest, load_config, load_episodes, plan_digest
 
     episodes = load_episodes(path) if episodes is None else episodes
+    record: RunManifest
     try:
         record = load_config(path)
     except (ValueError, OSError):  # no run.json, or one that is not JSON

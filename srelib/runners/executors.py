@@ -103,8 +103,9 @@ def run_unit(unit: WorkUnit) -> list[Episode]:
                             policy_name=job.policy)
                 for job in unit.jobs]
     finally:
-        if callable(getattr(env, "close", None)):
-            env.close()
+        close = getattr(env, "close", None)  # a RemoteEnv's session, say
+        if callable(close):
+            close()
 
 
 def run_on(executor: Executor, units: Sequence[WorkUnit],

@@ -13,7 +13,7 @@ from srelib.episode import EpisodeRun, EpisodeSpec, drive, episode_steps
 from srelib.policies import base as policy_base
 from srelib.policies.base import call_reset
 from srelib.policies.oracle import needs_answer
-from srelib.results.store import Episode, count_parse_failures
+from srelib.results.store import KEY_COLUMNS, Episode, count_parse_failures
 from srelib.runners.usage import usage_mark, usage_since
 
 #: ``reset_policy(policy, seed, task)``: how every runner here (and the widgets) resets a policy.
@@ -80,8 +80,9 @@ def episode_record(env: Any, run: EpisodeRun, policy_name: str,
         score = score_trajectory(task, spec.mode, trajectory)
     cross = None
     null = None if null_repair is None else by_task(null_repair, task)
-    if null is not None and score.get("repair") is not None:
-        cross = float(r_cross(score["repair"], null))
+    repair = score.get("repair")
+    if null is not None and repair is not None:
+        cross = float(r_cross(repair, null))
     return Episode(policy=policy_name, task=task, pool=info["pool"], mode=info["mode"],
                    seed=info["seed"], steps=trajectory, score=score, r_cross=cross,
                    parse_failures=count_parse_failures(trajectory), tokens=tokens,
@@ -121,5 +122,5 @@ class EpisodeJob:
 
     @property
     def key(self) -> tuple:
-        """The run store's key of this job's episode."""
-        return (self.policy, self.task, self.pool, self.mode, self.seed)
+        """The run store's key of this job's episode (:attr:`srelib.results.Episode.key`)."""
+        return tuple(getattr(self, k) for k in KEY_COLUMNS)

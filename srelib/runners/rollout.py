@@ -12,6 +12,7 @@ import os
 from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from srelib.env.pools import JOINT_POOLS
 from srelib.episode import EpisodeSpec
 from srelib.policies.base import supports_batch
 from srelib.policies.specs import describe, instantiate
@@ -23,8 +24,6 @@ from srelib.runners.workers import process_pool
 __all__ = ["JOINT_POOLS", "EpisodeJob", "RayExecutor", "episode_record", "evaluate", "plan",
            "reset_policy", "run_episode"]
 
-#: Pools to use for a task when a joint (own-handoff) episode is wanted.
-JOINT_POOLS = ("C", "D")
 
 
 def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
@@ -37,9 +36,8 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     and each pool keeps the tasks of its split (pool None keeps every task). ``seeds`` is a
     count (``range(seeds)``) or explicit seeds. Jobs name tasks by their opaque ids.
     """
-    from srelib.env.catalog import resolve_tasks
+    from srelib.env.catalog import expand_tasks
     from srelib.env.pools import POOLS
-    from srelib.env.scenarios import TASKS
     from srelib.env.task_ids import task_id
 
     EpisodeSpec.resolve(mode=mode)  # an unknown mode fails before anything else
@@ -50,7 +48,7 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     unknown = [p for p in pools if p is not None and p not in POOLS]
     if unknown:
         raise ValueError(f"unknown pools {unknown}; valid pools: {sorted(POOLS)} or None")
-    wanted = list(TASKS) if tasks == "all" else resolve_tasks(tasks)
+    wanted = expand_tasks(tasks)
     jobs = []
     for name in policy_names:
         for pool in pools:

@@ -26,13 +26,15 @@ from srelib.serve.wire import (ACTION_KEYS, NoEpisodeError, SessionClosedError, 
 _SERVER_ERROR = re.compile(r"Server error: (?P<message>.*) \(code: (?P<code>\w+)\)\s*$", re.S)
 
 
-class SreClient(EnvClient[SreAction, SreObservation, SreState]):
+# SreObservation is a class that create_model builds from srelib.env.types.Observation, which
+# pyright reads as a variable
+class SreClient(EnvClient[SreAction, SreObservation, SreState]):  # pyright: ignore[reportInvalidTypeForm]
     """OpenEnv's WebSocket client for ``srelib serve``: one server session per client."""
 
     def _step_payload(self, action: SreAction) -> dict:
         return action.model_dump(exclude_unset=True, exclude={"metadata"})
 
-    def _parse_result(self, payload: dict) -> StepResult[SreObservation]:
+    def _parse_result(self, payload: dict) -> StepResult:
         fields = dict(payload.get("observation") or {})
         observation = SreObservation(**fields, reward=payload.get("reward"),
                                      done=bool(payload.get("done")))
@@ -61,8 +63,7 @@ class RemoteEnv:
                                                            "wss://")):
             raise ValueError(f"url must be an http(s):// or ws(s):// address, got {url!r}")
         self.url = url.rstrip("/")
-        self._timeouts = {"message_timeout_s": message_timeout,
-                          "connect_timeout_s": connect_timeout}
+        self._message_timeout, self._connect_timeout = message_timeout, connect_timeout
         self._client = None
         self._info: dict = {}
         self._trajectory: list[dict] | None = []
@@ -95,9 +96,10 @@ class RemoteEnv:
     @property
     def trajectory(self) -> list[dict]:
         """The episode's step records (fetched from the server when they changed)."""
-        if self._trajectory is None:
-            self._trajectory = self._call(lambda c: c.state()).trajectory
-        return self._trajectory
+        trajectory = self._trajectory
+        if trajectory is None:
+            trajectory = self._trajectory = self._call(lambda c: c.state()).trajectory
+        return trajectory
 
     @property
     def scenario(self):
@@ -119,7 +121,8 @@ class RemoteEnv:
 
     def _call(self, operation):
         if self._client is None:
-            self._client = SreClient(base_url=self.url, **self._timeouts).sync()
+            self._client = SreClient(base_url=self.url, connect_timeout_s=self._connect_timeout,
+                                     message_timeout_s=self._message_timeout).sync()
             self._client.connect()
         try:
             return operation(self._client)

@@ -17,10 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
-from srelib.env.types import Status
+from srelib.env.types import PHASE2_KEYS, Status
 
-#: Observation keys present in phase 2 only (absent, not None, in phase 1).
-PHASE2_KEYS = ("bad_commit_sha", "issue", "file_tree")
 #: Keys the environment reads from an action; anything else a policy adds stays client-side.
 ACTION_KEYS = ("action_type", "target_service", "parameters")
 
@@ -68,15 +66,17 @@ class SreAction(Action):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_action_catalogue)
 
     action_type: Optional[str] = Field(
-        None, description="one of: " + ", ".join([a.value for a in ActionType]
-                                                 + [PARSE_ERROR, GIVE_UP]),
+        default=None, description="one of: " + ", ".join([a.value for a in ActionType]
+                                                         + [PARSE_ERROR, GIVE_UP]),
         json_schema_extra={"examples": [a.value for a in ActionType]})
     target_service: Optional[str] = Field(
-        None, description="the service of a targeted phase-1 action: " + ", ".join(SERVICES))
+        default=None,
+        description="the service of a targeted phase-1 action: " + ", ".join(SERVICES))
     parameters: Optional[Dict[str, Any]] = Field(
-        None, description="the action's parameters; x-actions gives each action's schema")
+        default=None, description="the action's parameters; x-actions gives each action's schema")
     text: Optional[str] = Field(
-        None, description="a text action instead of the fields above, e.g. 'query_logs:orders'")
+        default=None,
+        description="a text action instead of the fields above, e.g. 'query_logs:orders'")
 
     @model_validator(mode="after")
     def _text_or_fields(self):

@@ -39,15 +39,14 @@ class TaskDistribution:
 
     def choices(self) -> list[tuple[str, str]]:
         """Every ``(task, pool)`` this distribution draws from."""
-        from srelib.env.catalog import resolve_tasks
+        from srelib.env.catalog import expand_tasks
         from srelib.env.pools import POOLS
 
         unknown = [p for p in self.pools if p not in POOLS]
         if unknown or not self.pools:
             raise ValueError(f"unknown pools {unknown}; valid pools: {sorted(POOLS)}")
-        wanted = None if self.tasks == "all" else resolve_tasks(self.tasks)
-        pairs = [(t, p) for p in self.pools
-                 for t in (POOLS[p].tasks if wanted is None else wanted) if POOLS[p].accepts(t)]
+        wanted = expand_tasks(self.tasks)
+        pairs = [(t, p) for p in self.pools for t in wanted if POOLS[p].accepts(t)]
         if not pairs:
             raise ValueError(f"tasks {self.tasks!r} are in none of the pools {list(self.pools)}")
         return pairs

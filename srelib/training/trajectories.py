@@ -24,8 +24,10 @@ import json
 import os
 from typing import Any, Iterable, Iterator
 
-ROW_FIELDS = ("policy", "task", "pool", "mode", "seed", "phase", "step", "prompt",
-              "completion", "action", "valid", "reward", "score", "localisation")
+from srelib.results.store import KEY_COLUMNS
+
+ROW_FIELDS = (*KEY_COLUMNS, "phase", "step", "prompt", "completion", "action", "valid", "reward",
+              "score", "localisation")
 
 
 def action_text(action: dict) -> str:
@@ -52,6 +54,7 @@ def turn_rows(episodes: Iterable[Any], **transcript_options: Any) -> Iterator[di
         seen = check.first_observation
         for record, after in zip(episode.steps, check.observations):
             if int(record.get("step") or 0) > 0:  # pool B's automatic handoff: no agent turn
+                assert seen is not None, "an episode that replays has its observations"
                 transcript.add_observation(seen)
                 prompt = transcript.messages()
                 text = action_text(record.get("action") or {})

@@ -13,6 +13,8 @@ import json
 from html import escape
 from typing import Any, Iterable
 
+from srelib.results.store import COMPONENTS, KEY_COLUMNS
+
 STYLE = """
 .srl{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px;color:#1f2328;line-height:1.4}
 .srl h3{font-size:14px;margin:6px 0 4px}
@@ -459,7 +461,7 @@ def score(breakdown: dict | None) -> str:
     weights = breakdown.get("weights") or {}
     counted = set(breakdown.get("counted") or ())
     rows = []
-    for name in weights or [k for k in ("diagnosis", "mitigation", "repair", "efficiency")]:
+    for name in weights or COMPONENTS:
         value = breakdown.get(name)
         if name in counted and isinstance(value, (int, float)):
             bar = f'<span class="srl-bar" style="width:{max(0.0, min(1.0, value)) * 120:.0f}px"></span>'
@@ -583,7 +585,7 @@ def episode_header(episode: dict) -> str:
         "truncated" if episode.get("truncated") else "unfinished"
     if episode.get("ended_by"):
         ended += f" ({episode['ended_by']})"
-    meta = {k: episode.get(k) for k in ("policy", "task", "pool", "mode", "seed")}
+    meta = {k: episode.get(k) for k in KEY_COLUMNS}
     error = error_box(f"policy error: {episode['error']}") if episode.get("error") else ""
     return (f"<h3>{_text(meta['policy'])} on {_text(meta['task'])} \u00b7 final score "
             f"{final_text}</h3><div class='srl-meta'>pool {_text(meta['pool'])} \u00b7 mode "

@@ -25,6 +25,7 @@ import os
 import stat
 import tempfile
 import warnings
+from typing import Any
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -107,7 +108,7 @@ def _warn(kind: str, message: str) -> None:
                       stacklevel=3)
 
 
-def read(name: str) -> object | None:
+def read(name: str) -> Any:
     """The cached JSON entry ``name`` (a relative path), or None if absent, unreadable or not
     verified (see the module doc: a warning says why)."""
     path = cache_dir() / name

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from typing import Callable
 
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES
 from srelib.env.infra import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES, FIRST_NOTE_CHOICES,
@@ -149,7 +150,7 @@ _BODIES = ("", "", "With tests.", "Follow-up from review.", "Small change; see t
 
 
 def _innocent_commits(c: Candidate, tree: dict, rng: random.Random, what: str, path: str,
-                      area: str) -> list[tuple[str, dict]]:
+                      area: str) -> list[tuple[str, Callable[[dict], dict]]]:
     """Two innocent commits to place around the bad one, each ``(subject, make files)``: a
     README line, a note in the site's module, an export list, a logger, a test; at most one edit
     of core. Each edit is made to the tree as it stands when it lands."""
@@ -197,8 +198,7 @@ def history(c: Candidate) -> History:
     if path.startswith("common/"):
         component["common/__init__.py"] = '"""Helpers vendored from the shared platform library."""\n'
     tree = dict(base.files())
-    steps = [(f"core: initial {c.service.replace('_', ' ')} service",
-              f"{base.description}\n\nThe package, its domain module and their tests.", base.files())]
+    steps = [(f"core: initial {c.service.replace('_', ' ')} service", base.files())]
     tree.update(component)
     steps.append((f"{area}: add {what}", component))
     innocent = _innocent_commits(c, tree, rng, what, path, area)
@@ -223,9 +223,8 @@ def history(c: Candidate) -> History:
     dates.append(f"2025-01-15T12:{rng.randrange(10, 40):02d}:00Z")
     dates += [f"2025-01-15T13:{10 + 9 * k + rng.randrange(8):02d}:00Z"
               for k in range(len(steps) - bad_index - 1)]
-    bodies = [steps[0][1]] + [_BODIES[rng.randrange(len(_BODIES))].replace("{area}", area)
+    bodies = [f"{base.description}\n\nThe package, its domain module and their tests."] + [_BODIES[rng.randrange(len(_BODIES))].replace("{area}", area)
                               for _ in steps[1:]]
-    steps[0] = (steps[0][0], steps[0][2])
     commits = tuple(
         CommitSpec(_sha(c.task_id, k), AUTHORS[rng.randrange(len(AUTHORS) - 2)], dates[k],
                    subject + (f"\n\n{body}" if body else ""), tuple(sorted(files.items())))
@@ -248,7 +247,7 @@ def _text(template: str, words: dict) -> str:
     return template
 
 
-def _condition(cid: str, service: str, cause: str, effect: Effect, rng, words: dict,
+def _condition(cid: str, service: str, cause: str | None, effect: Effect, rng, words: dict,
                scale: float = 1.0) -> dict:
     raw = {"id": cid, "service": service, "cause": cause, "ramp": effect.ramp,
            "target": [[m, round(_draw(rng, span) * (scale if m != "rps" else 1.0), 1)]

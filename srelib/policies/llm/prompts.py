@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srelib.env.actions import ACTION_SPECS, BELIEF_PARAMS, FAULT_CLASSES, ActionType, Param
+from srelib.env.types import OBSERVATION_KEYS, PHASE2_KEYS, Observation
 
 PHASE_INSTRUCTIONS = {
     1: ("Phase 1 (operations): find what broke. Look at the alerts, then the metrics, logs, "
@@ -159,10 +160,8 @@ def render_incident(observation: dict) -> str:
 
 _HEADER_KEYS = ("current_phase", "steps_taken", "max_steps", "steps_remaining",
                 "time_elapsed_minutes", "active_alerts_count")
-_SKIPPED_KEYS = set(_HEADER_KEYS) | {
-    "valid_actions", "available_services", "incident_title", "incident_summary", "severity",
-    "done", "current_reward", "cumulative_reward", "action_result", "action_message",
-    "action_success", "service_statuses"}
+#: Shown elsewhere (the header, the incident, the result) or not at all: every key but phase 2's.
+_SKIPPED_KEYS = set(OBSERVATION_KEYS) - set(PHASE2_KEYS)
 
 
 def render_observation(observation: dict, budget: int = 6000, tools: bool = False) -> str:
@@ -230,7 +229,7 @@ class Transcript:
     turns: list[dict] = field(default_factory=list)
     start: int = 0  # index in turns[1:] of the oldest kept message (an assistant reply)
 
-    def add_observation(self, observation: dict) -> None:
+    def add_observation(self, observation: Observation) -> None:
         if self.turns and self.turns[-1]["role"] in ("user", "tool"):
             self.turns.pop()  # that call got no reply; the new observation supersedes it
         text = render_observation(observation, self.obs_chars, self.tool_turns)

@@ -10,6 +10,7 @@ chooses them.
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 from srelib.policies.scripted.heuristic import HeuristicPhase1Policy
@@ -66,8 +67,6 @@ class ThresholdStopPhase1Policy(HeuristicPhase1Policy):
 
 def _stop_then(threshold, phase2_policy):
     """``ThresholdStopPhase1Policy(threshold)`` joined to a fresh ``phase2_policy``."""
-    from srelib.policies.base import CompositePolicy
-    from srelib.policies.specs import instantiate
+    from srelib.policies.base import compose
 
-    return CompositePolicy(ThresholdStopPhase1Policy(threshold),
-                           instantiate(phase2_policy, copy_instance=True))
+    return compose(functools.partial(ThresholdStopPhase1Policy, threshold), phase2_policy)

@@ -23,7 +23,7 @@ FIRST = ("memory_leak", "pool_exhaustion", "retry_storm", "config_change", "dead
          "cache_thrash", "shared_dependency", "none")
 
 
-def _check(module: str, family: object, known: dict) -> None:
+def _check(module: str, family: object, known: dict) -> Family:
     if not isinstance(family, Family):
         raise ValueError(f"family module {module} must define FAMILY (a Family), got {family!r}")
     if family.name in known:
@@ -37,6 +37,7 @@ def _check(module: str, family: object, known: dict) -> None:
     unknown = sorted(set(family.borrows) - set(SHAPES))
     if unknown:
         raise ValueError(f"family {family.name}: borrows unknown shapes {unknown}")
+    return family
 
 
 def _load() -> dict[str, Family]:
@@ -44,8 +45,7 @@ def _load() -> dict[str, Family]:
     names = sorted(info.name for info in pkgutil.iter_modules(__path__))
     for name in [n for n in FIRST if n in names] + [n for n in names if n not in FIRST]:
         module = importlib.import_module(f"{__name__}.{name}")
-        family = getattr(module, "FAMILY", None)
-        _check(module.__name__, family, families)
+        family = _check(module.__name__, getattr(module, "FAMILY", None), families)
         families[family.name] = family
     unknown = sorted({s.family for s in SHAPES.values()} - set(families))
     if unknown:
