@@ -9,8 +9,9 @@ import pytest
 import srelib
 from srelib.env.actions import DEPENDS_ON, FAULT_CLASSES, SERVICES
 from srelib.env.grading import harmful_actions
-from srelib.env.infra import ALERT_RULE_NAMES, RELIEF_MINUTES
+from srelib.env.infra import ALERT_RULE_NAMES
 from srelib.env.repos import list_repos
+from srelib.env.sim_state import RELIEF_MINUTES
 
 # docs/CONTRACTS.md, "Repositories and phase-1 deploys": (repo, bad commit or good sha, services)
 CONTRACT_DEPLOYS = {

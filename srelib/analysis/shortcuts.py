@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Callable
 
 from srelib.env.actions import SERVICES, ActionType
-from srelib.env.infra import DEPLOY_NOTES
+from srelib.env.deploy_notes import DEPLOY_NOTES
 from srelib.env.pools import POOLS
 from srelib.env.lookup import get_scenario, load_repo
 from srelib.env.scenarios import TASKS
@@ -137,7 +137,7 @@ def last_summary_service(ev: Evidence) -> str | None:
 
 def off_stock_note_service(ev: Evidence) -> str | None:
     """The first service whose newest deploy note is not one of the stock notes of routine
-    deploys (``infra.DEPLOY_NOTES``)."""
+    deploys (``deploy_notes.DEPLOY_NOTES``)."""
     return next((s for s in SERVICES if ev.deploys.get(s) and
                  max(ev.deploys[s], key=lambda d: d["timestamp"])["description"] not in DEPLOY_NOTES), None)
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from .actions import (ACTION_SPECS, DEPENDED_BY, DEPENDS_ON, PHASE1_ACTIONS,
                       PHASE1_REMEDIATION, SERVICES, ActionType)
-from .infra import DOWN, Infrastructure
+from .infra import Infrastructure
 from .memo import byte_lru
+from .sim_state import DOWN
 
 MAX_TEXT = 100_000  # characters of a declared root cause kept in the trajectory
 _TARGETED = tuple(a for a in PHASE1_ACTIONS if ACTION_SPECS[a].targeted)

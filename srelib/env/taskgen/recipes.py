@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES
-from srelib.env.infra import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES, FIRST_NOTE_CHOICES,
-                              NOTE_CHOICES, feature_note, routine_note)
+from srelib.env.deploy_notes import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES,
+                                     FIRST_NOTE_CHOICES, NOTE_CHOICES, feature_note, routine_note)
 
 from .bases import BASES
 from .families import SEVERITIES, SYMPTOMS, TITLE_PREFIXES, Effect, Family
