@@ -7,6 +7,8 @@ from __future__ import annotations
 
 
 def cmd_agent_train(args) -> int:
+    """``srelib agent train``: train the small agent and save it (unless
+    ``--if-missing`` finds it)."""
     from srelib.training.agent import train_agent
 
     options = {"tools": not args.text}
@@ -26,6 +28,7 @@ def cmd_agent_train(args) -> int:
 
 
 def cmd_agent_path(args) -> int:
+    """``srelib agent path``: print the folder ``agent train`` saves to."""
     from srelib.training.agent import default_agent_dir
 
     print(default_agent_dir())
@@ -33,6 +36,8 @@ def cmd_agent_path(args) -> int:
 
 
 def cmd_agent_measure(args) -> int:
+    """``srelib agent measure``: parse-failure and invalid-action rates and scores
+    on held-out seeds."""
     from srelib.analysis.stats import to_markdown
     from srelib.training.agent import (HELD_OUT_SEEDS, agent_policy, default_agent_dir,
                                        find_agent, measure_agent)

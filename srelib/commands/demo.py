@@ -29,6 +29,7 @@ DEMO_COMPARE = ("heuristic-revert", "heuristic")
 
 
 def cmd_demo(args) -> int:
+    """``srelib demo``: the baselines, the oracle-P1 ceiling and the repair ladder, in ``--out``."""
     from srelib.analysis.ceiling import ceiling_episodes, suite_ladder, summarize_ceiling, summarize_ladder
     from srelib.plots.ceiling import ceiling_gap, repair_ladder
     from srelib.plots.outcomes import localisation_vs_score

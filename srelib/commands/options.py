@@ -72,6 +72,7 @@ def epochs_option(text: str) -> float:
 
 
 def pools_option(text: str) -> list[str]:
+    """An argparse type: a comma list of known pools."""
     from srelib.env.pools import POOLS
 
     pools = [p.strip() for p in text.split(",") if p.strip()]

@@ -11,6 +11,8 @@ from srelib.policies.registry import scripted_policy
 
 
 def cmd_eval(args) -> int:
+    """``srelib eval``: evaluate the named scripted policies into ``--out``, print
+    the summary."""
     from srelib.runners.rollout import evaluate
 
     policies = {name: scripted_policy(name) for name in dict.fromkeys(args.policy)}
@@ -24,6 +26,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_report(args) -> int:
+    """``srelib report``: a run's summary, an optional paired comparison, and its plots."""
     from srelib.results.runs import load_run
     from srelib.results.store import run_directory
 
@@ -47,6 +50,8 @@ def cmd_report(args) -> int:
 
 
 def print_summary(frame, policies: Sequence[str] | None = None) -> str:
+    """Print the mean final score per task with its CI (``policies`` only, in that order);
+    returns the table's Markdown."""
     from srelib.analysis.stats import summary_table, to_markdown
 
     table = summary_table(frame)
@@ -77,4 +82,5 @@ def write_plots(frame, folder: Path, policies: Sequence[str] | None = None,
 
 
 def save_figure(fig, path: Path) -> None:
+    """Write ``fig`` as a PNG at the demo's and the report's resolution."""
     fig.savefig(path, dpi=120)

@@ -7,6 +7,7 @@ from srelib.commands.options import quoted
 
 
 def cmd_serve(args) -> int:
+    """``srelib serve``: serve the environment once the address is known to be free."""
     from srelib.serve.server import serve
 
     _check_listen(args.host, args.port)

@@ -10,6 +10,7 @@ from srelib.commands.options import output_dir, quoted
 
 
 def cmd_swebench_export(args) -> int:
+    """``srelib swebench export``: the train tasks as a SWE-bench dataset and repositories."""
     from srelib.integrations.swebench import DATASET_FILE, export_dataset
 
     out = output_dir(args.out, "OUT")
@@ -19,6 +20,7 @@ def cmd_swebench_export(args) -> int:
 
 
 def cmd_swebench_grade(args) -> int:
+    """``srelib swebench grade``: grade predictions; 1 if a line had a problem."""
     from srelib.integrations.swebench import PROBLEMS_FILE, grade_predictions
 
     if not Path(args.predictions).is_file():

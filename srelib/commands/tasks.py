@@ -9,6 +9,7 @@ from srelib.commands.options import quoted
 
 
 def cmd_tasks(args) -> int:
+    """``srelib tasks``: the classic tasks and pools as tables, or the generated suite's counts."""
     if args.suite == "generated":
         from srelib.analysis.suite_tables import print_generated
 
@@ -31,6 +32,7 @@ def cmd_tasks(args) -> int:
 
 
 def cmd_tasks_check(args) -> int:
+    """``srelib tasks check PATH``: each problem of a scenario folder; 1 if there is one."""
     from srelib.env.scenario_check import check_folder
 
     if not Path(args.path).is_dir():
@@ -43,6 +45,8 @@ def cmd_tasks_check(args) -> int:
 
 
 def cmd_tasks_audit(args) -> int:
+    """``srelib tasks audit``: the tell audit's table; 1 if a predictor is over the
+    bar."""
     from srelib.analysis.tell_audit import audit, failures, format_audit
 
     rows = audit(args.suite)
