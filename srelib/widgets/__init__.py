@@ -1,6 +1,6 @@
 """Notebook widgets: the episode stepper (:mod:`.stepper`) and the trajectory viewer
 (:mod:`.viewer`), built from the HTML panes of :mod:`.markup`, :mod:`.observation_panes`,
-:mod:`.result_panes` and :mod:`.episode_panes`; :mod:`.replay` writes an episode as one static
+:mod:`.result_panes` and :mod:`.episode_panes`; :mod:`.playback` writes an episode as one static
 page. A front end: nothing below imports it.
 
 Only core ipywidgets are used (they work in Colab without a custom widget manager), imported
@@ -15,7 +15,7 @@ from srelib._lazy import lazy_exports
 
 _EXPORTS = {"MANUAL": "srelib.widgets.stepper", "EpisodeStepper": "srelib.widgets.stepper",
             "TrajectoryViewer": "srelib.widgets.viewer",
-            "replay": "srelib.widgets.replay", "to_html": "srelib.widgets.replay"}
+            "replay": "srelib.widgets.playback", "to_html": "srelib.widgets.playback"}
 
 __all__ = sorted(_EXPORTS)
 

@@ -10,7 +10,7 @@ from srelib.widgets.episode_panes import episode_header, score, step_record, tim
 from srelib.widgets.layout import Displayable, Panes, load_ipywidgets
 from srelib.widgets.markup import error_box, pane
 from srelib.widgets.observation_panes import counter, incident, reward_line, status_board
-from srelib.widgets.replay import replay
+from srelib.widgets.playback import replay
 from srelib.widgets.result_panes import belief
 
 

@@ -1,5 +1,5 @@
-"""Episodes after the fact: what a stored episode's agent saw (by a deterministic replay), and
-an episode as one static, self-contained HTML page."""
+"""Playback of stored episodes: what the agent saw (by a deterministic replay), and an episode
+as one static, self-contained HTML page."""
 
 from __future__ import annotations
 
