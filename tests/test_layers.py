@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # each front end is a leaf: none imports another (plots and widgets included)
     ("front ends", ("srelib.plots", "srelib.widgets", "srelib.serve", "srelib.training",
                     "srelib.integrations")),
-    ("public API and command line", ("srelib", "srelib.cli", "srelib.__main__")),
+    ("public API and command line", ("srelib", "srelib.cli", "srelib.commands", "srelib.__main__")),
 )
 FRONT_ENDS = dict(LAYERS)["front ends"]
 

@@ -35,7 +35,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 import srelib
-from srelib.widgets import render
+from srelib.widgets import markup, observation_panes
 from srelib.env.pools import POOLS
 from srelib.analysis.stats import to_markdown
 
@@ -60,8 +60,8 @@ display(Markdown(to_markdown(tasks, index=False)), Markdown(to_markdown(pools, i
 env = srelib.IncidentEnv()
 obs, info = env.reset(task=TASK, pool=POOL, seed=SEED)
 print("info:", info)
-display(HTML(render.style_tag() + render.pane(render.incident(obs)
-                                              + render.status_board(obs["service_statuses"]))))
+panes = observation_panes.incident(obs) + observation_panes.status_board(obs["service_statuses"])
+display(HTML(markup.style_tag() + markup.pane(panes)))
 
 # %% [markdown]
 # The valid actions are spelled `action_type` or `action_type:service`; phase 1 and phase 2

@@ -4,7 +4,7 @@ Each function takes what it needs, the tidy frame of :func:`srelib.evaluate` (on
 episode) or a list of :class:`srelib.Episode` records (trajectories included, e.g. from
 :func:`srelib.results.store.load_episodes` or :attr:`srelib.analysis.ablations.Ablation.episodes`), and
 returns a small DataFrame; :mod:`srelib.plots.behaviour` draws each one (the resolved rates:
-:func:`srelib.plots.frames.resolved_rates`).
+:func:`srelib.plots.outcomes.resolved_rates`).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def breadth_correlation(breadth):
 def resolved_rates(frame):
     """Per policy (rows), the share of its episodes with a phase 2 whose patch resolved
     ``full``, ``partial`` or ``no`` (SWE-bench's meaning), or that proposed no patch; from the
-    frame's ``resolved`` column. :func:`srelib.plots.frames.resolved_rates` draws it."""
+    frame's ``resolved`` column. :func:`srelib.plots.outcomes.resolved_rates` draws it."""
     import pandas as pd
 
     phase2 = frame[frame["mode"] != "p1_only"]

@@ -1,7 +1,7 @@
 """Plots of the behaviour metrics in :mod:`srelib.analysis.behaviour`, one function per metric.
 
 Each takes the table its metric returns and gives back a matplotlib ``Figure``; a policy keeps
-its colour from :func:`srelib.plots.frames.colour` in every plot, in the order the table lists it.
+its colour from :func:`srelib.plots.style.colour` in every plot, in the order the table lists it.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def harmful(table):
 
 
 def _colour(index: int) -> str:
-    from srelib.plots.frames import colour
+    from srelib.plots.style import colour
 
     return colour(index)
 

@@ -1,0 +1,86 @@
+"""``srelib eval`` and ``srelib report``: evaluate scripted policies into a run directory, and
+print a run's summary and write its plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from srelib.commands.options import output_dir
+from srelib.policies.registry import scripted_policy
+
+
+def cmd_eval(args) -> int:
+    """``srelib eval``: evaluate the named scripted policies into ``--out``, print
+    the summary."""
+    from srelib.runners.rollout import evaluate
+
+    policies = {name: scripted_policy(name) for name in dict.fromkeys(args.policy)}
+    output_dir(args.out, "--out", create=False)  # evaluate creates it once the grid is valid
+    frame = evaluate(policies, tasks=args.tasks, pools=args.pools, seeds=args.seeds,
+                     workers=args.workers, out=args.out, resume=not args.no_resume,
+                     progress=not args.no_progress, max_steps=args.max_steps)
+    print_summary(frame)
+    print(f"\n{len(frame)} episodes in {args.out}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    """``srelib report``: a run's summary, an optional paired comparison, and its plots."""
+    from srelib.results.runs import load_run
+    from srelib.results.store import run_directory
+
+    frame = load_run(args.run_dir)
+    if frame.empty:
+        raise ValueError(f"{args.run_dir} holds no episodes yet")
+    print_summary(frame)
+    if args.compare:
+        from srelib.analysis.stats import paired_difference, to_markdown
+
+        names = args.compare.split(",")
+        if len(names) != 2:
+            raise ValueError(f"--compare takes two policy names A,B; got {args.compare!r}")
+        print(f"\nPaired difference {names[0]} - {names[1]} (final score):\n")
+        print(to_markdown(paired_difference(frame, *names), index=False))
+    plots = output_dir(args.plots, "--plots") if args.plots else \
+        output_dir(run_directory(args.run_dir) / "plots", "the run's plots folder")
+    written = write_plots(frame, plots, compare=names if args.compare else None)
+    print("\nplots: " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def print_summary(frame, policies: Sequence[str] | None = None) -> str:
+    """Print the mean final score per task with its CI (``policies`` only, in that order);
+    returns the table's Markdown."""
+    from srelib.analysis.stats import summary_table, to_markdown
+
+    table = summary_table(frame)
+    text = to_markdown(table if policies is None else table[list(policies)])
+    print("Mean final score per task [95% bootstrap CI]:\n")
+    print(text)
+    return text
+
+
+def write_plots(frame, folder: Path, policies: Sequence[str] | None = None,
+                 compare: Sequence[str] | None = None) -> list[Path]:
+    """The run's plots as PNGs in ``folder``; the parse-failure plot only when a reply failed
+    to parse, the paired difference only for a ``compare`` pair."""
+    from srelib import plots
+
+    figures = {"score_distributions.png": plots.score_distributions(frame, policies=policies),
+               "score_ecdf.png": plots.score_distributions(frame, kind="ecdf", policies=policies),
+               "components.png": plots.component_breakdown(frame, policies=policies),
+               "resolved.png": plots.resolved_rates(frame, policies=policies),
+               "steps_per_phase.png": plots.steps_per_phase(frame, policies=policies)}
+    if compare:
+        figures["paired_difference.png"] = plots.paired_difference(frame, *compare)
+    if plots.has_parse_failures(frame):
+        figures["parse_failures.png"] = plots.parse_failure_rate(frame, policies=policies)
+    for name, fig in figures.items():
+        save_figure(fig, folder / name)
+    return [folder / name for name in figures]
+
+
+def save_figure(fig, path: Path) -> None:
+    """Write ``fig`` as a PNG at the demo's and the report's resolution."""
+    fig.savefig(path, dpi=120)
