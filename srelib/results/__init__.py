@@ -13,7 +13,8 @@ from srelib._lazy import lazy_exports
 _STORE = ("RUN_FILE", "EPISODES_FILE", "LOCK_FILE", "KEY_COLUMNS", "COMPONENTS", "COLUMNS",
           "UNVERIFIABLE", "Episode", "plan_digest", "count_parse_failures", "frame_from_episodes",
           "CorruptLinesWarning", "RunStore", "iter_episodes", "load_episodes", "load_episode",
-          "run_directory", "load_config", "package_versions", "git_revision")
+          "run_directory", "load_config", "package_versions", "git_revision", "RunManifest",
+          "RunPlan")
 _EXPORTS = {**{name: "srelib.results.store" for name in _STORE}, "load_run": "srelib.results.runs"}
 
 __all__ = sorted(_EXPORTS)
