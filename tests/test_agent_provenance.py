@@ -2,6 +2,7 @@
 
 import functools
 import json
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,16 @@ def test_the_key_changes_with_the_code_the_options_and_the_machine_class(tmp_pat
     (tmp_path / "env" / "__pycache__").mkdir()
     (tmp_path / "env" / "__pycache__" / "core.cpython-311.pyc").write_bytes(b"\0")
     assert provenance.source_digest(tmp_path) == provenance.source_digest(tmp_path)
+
+
+def test_the_code_digest_covers_the_whole_package_not_the_module_s_own_folder():
+    """The key reads every layer's files (the environment, the policies, the training), wherever
+    the provenance module itself sits in the package."""
+    import srelib
+
+    assert provenance.PACKAGE == Path(srelib.__file__).resolve().parent
+    for part in ("env/core.py", "policies/base.py", "training/agent.py", "results/store.py"):
+        assert (provenance.PACKAGE / part).is_file(), part
 
 
 def test_unknown_training_options_are_refused_by_name():

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 #: srelib's package folder, whose files :func:`source_digest` reads.
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def _version(package: str) -> str | None:
