@@ -30,7 +30,7 @@ def gpu_branch_code(model_folder: str) -> str:
         code.append("\n".join(line for line in source.splitlines()
                               if not line.startswith("%")))
         if "parameters" in cell.get("metadata", {}).get("tags", []):
-            code.append(f"MODEL_ID = {model_folder!r}\nSFT_SEEDS = 1\nSFT_EPOCHS = 0.25\n"
+            code.append(f"MODEL_ID = {model_folder!r}\nSFT_SEEDS = 1\nSFT_EPOCHS = 0.08\n"
                         "SEEDS = [1000]\nTASKS = ['memory_leak']\nMAX_STEPS = 3\n"
                         "GRPO_STEPS = 1\nGRPO_COMPLETION_TOKENS = 64\nGRPO_TURNS = 2")
     script = "\n\n".join(code)
