@@ -22,7 +22,7 @@ import json
 import secrets
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 MAX_MESSAGE_CHARS = 1 << 20
 MAX_DEPTH = 64
@@ -175,26 +175,14 @@ class Guard:
         return None
 
     async def _http(self, scope, receive, send):
-        try:
-            body = await read_body(receive)
-        except BodyTooLarge as too_large:
-            return await respond_json(send, 413, {"detail": str(too_large)})
+        body, request = await read_json(receive, send)  # not JSON: OpenEnv's own parsing answers
         if body is None:
             return
-        try:
-            request = json.loads(body)
-        except (ValueError, RecursionError):
-            request = None  # OpenEnv's own parsing answers
         token = dict(scope.get("headers") or []).get(b"x-session-token", b"").decode(errors="replace")
         refusal = self._refusal(scope["path"], request, token)
         if refusal:
             return await respond_json(send, *refusal)
-        replayed = [{"type": "http.request", "body": body, "more_body": False}]
-
-        async def replay():
-            return replayed.pop() if replayed else await receive()
-
-        return await self.app(scope, replay, send)
+        return await self.app(scope, replaying(body, receive), send)
 
 
 class BodyTooLarge(ValueError):
@@ -214,6 +202,33 @@ async def read_body(receive) -> bytes | None:
         if len(body) > MAX_BODY:
             raise BodyTooLarge(f"bodies over {MAX_BODY} bytes")
     return body
+
+
+async def read_json(receive, send) -> tuple[bytes | None, Any]:
+    """A request's body and its JSON value (None when the body is not JSON). The body is None
+    when nothing is left to do: the client left before sending it all, or it was past
+    :data:`MAX_BODY` bytes and has been answered 413."""
+    try:
+        body = await read_body(receive)
+    except BodyTooLarge as too_large:
+        await respond_json(send, 413, {"detail": str(too_large)})
+        return None, None
+    if body is None:
+        return None, None
+    try:
+        return body, json.loads(body)
+    except (ValueError, RecursionError):
+        return body, None
+
+
+def replaying(body: bytes, receive):
+    """An ASGI ``receive`` that hands the app ``body`` (already read) first, then reads on."""
+    replayed = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay():
+        return replayed.pop() if replayed else await receive()
+
+    return replay
 
 
 async def respond_json(send: Callable, status: int, content: dict, headers=()) -> None:

@@ -24,7 +24,7 @@ import threading
 from typing import Any, Callable
 
 from srelib.env.pools import MODES, POOLS
-from srelib.serve.guard import BodyTooLarge, Clients, client_host, read_body, respond_json
+from srelib.serve.guard import Clients, client_host, read_json, replaying, respond_json
 
 #: The tool that starts an episode (OpenEnv reserves ``reset`` for its own protocol).
 NEW_INCIDENT = "new_incident"
@@ -112,18 +112,11 @@ class McpLifecycle:
         session = dict(scope.get("headers") or []).get(_HEADER, b"").decode(errors="replace") or None
         if scope["method"] == "DELETE":
             return await self._close(session, send)
-        try:
-            body = await read_body(receive)
-        except BodyTooLarge as too_large:
-            return await respond_json(send, 413, {"detail": str(too_large)})
+        body, request = await read_json(receive, send)
         if body is None:
             return
-        try:
-            request = json.loads(body)
-        except (ValueError, RecursionError):
-            request = None
         if not isinstance(request, dict):
-            return await self.app(scope, _replay(body, receive), send)
+            return await self.app(scope, replaying(body, receive), send)
         if "id" not in request and isinstance(request.get("method"), str):  # a notification
             return await _respond_empty(send, 202)
         method, request_id = request.get("method"), request.get("id")
@@ -140,7 +133,7 @@ class McpLifecycle:
             kept = [(k, v) for k, v in scope["headers"] if k not in (b"content-length", _TOKEN)]
             scope = {**scope, "headers": kept + [(b"content-length", str(len(body)).encode()),
                                                  (_TOKEN, session.encode())]}
-        return await self.app(scope, _replay(body, receive), send)
+        return await self.app(scope, replaying(body, receive), send)
 
     async def _initialize(self, scope, request: dict, send) -> None:
         from mcp.shared.version import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
@@ -182,14 +175,6 @@ def _result(request_id, result: dict) -> dict:
 
 def _failure(request_id, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-def _replay(body: bytes, receive):
-    replayed = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def replay():
-        return replayed.pop() if replayed else await receive()
-    return replay
 
 
 async def _respond_empty(send, status: int) -> None:
