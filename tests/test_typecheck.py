@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
                     reason="pyright runs on Node, which is not installed (apt-get install nodejs)")
 def test_pyright_reports_no_errors():
     env = {**os.environ, "PYRIGHT_PYTHON_IGNORE_WARNINGS": "1"}
-    done = subprocess.run([sys.executable, "-m", "pyright", "--outputjson",
-                           "--pythonpath", sys.executable],
+    # --project: this repository's pyproject.toml, never a pyrightconfig.json in a folder above
+    done = subprocess.run([sys.executable, "-m", "pyright", "--outputjson", "--project",
+                           str(ROOT / "pyproject.toml"), "--pythonpath", sys.executable],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     report = json.loads(done.stdout)
     errors = [f"{d['file']}:{d['range']['start']['line'] + 1}: {d['message']}"
