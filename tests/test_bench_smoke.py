@@ -96,7 +96,7 @@ def test_memory_bench_reads_rss_before_and_after(tmp_path):
     assert rows["RSS after 30 episodes"]["value"] > 0
 
 
-@pytest.mark.gpu_script
+@pytest.mark.gpu_path
 def test_gpu_script_runs_tiny_on_cpu(tmp_path, tiny_model_dir):
     done = subprocess.run(
         [sys.executable, str(BENCH / "gpu_gemma.py"), "--tiny", "--batch-sizes", "1", "2",
@@ -115,7 +115,7 @@ def test_gpu_script_runs_tiny_on_cpu(tmp_path, tiny_model_dir):
         assert cached > 0 if result["kv_cache"] else cached == 0
 
 
-@pytest.mark.gpu_script
+@pytest.mark.gpu_path
 def test_gpu_training_script_runs_tiny_on_cpu(tmp_path):
     """The GPU recipe check (LoRA SFT, an episode, then GRPO on the same adapters, unquantised
     and 4-bit, with bitsandbytes' CPU kernels standing in for CUDA's) runs end to end on a tiny

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.gpu_path
+
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "07_train.ipynb"
 #: The two places where the notebook asks the machine for CUDA, and what stands in for them.
 STAND_INS = {"cuda = torch.cuda.is_available()": "cuda = True",
