@@ -13,6 +13,8 @@ import pytest
 from srelib.env import patching, verdicts
 from srelib.env.grading import repair_credit
 from srelib.env.patching import grade_patch, observe
+from srelib.env.probe_run import run_probes
+from srelib.env.sandbox import grading_level
 from srelib.env.lookup import get_scenario, load_repo
 from srelib.env.repos import REPO_DATA, list_repos, unified_diff
 from srelib.env.scenarios import TASKS
@@ -305,11 +307,7 @@ def test_drawn_inputs_are_new_at_every_grading_and_the_check_redraws_them(monkey
     seeds = (verdicts.draw_seed(), verdicts.draw_seed())
     seen = []
     for seed in seeds:
-        with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
-            (Path(tmp) / "repo").mkdir()
-            observed, timed_out = patching._run_sandboxed(
-                Path(tmp), Path(tmp) / "repo", {"test_d.py": probe}, 30,
-                patching.grading_level()[0], seed)
+        observed, timed_out = run_probes({}, {"test_d.py": probe}, 30, grading_level()[0], seed)
         assert not timed_out
         seen.append(observed["test_d.py::test_draw"])
     assert seen[0].value != seen[1].value  # a replay of one grading's observations fails the next

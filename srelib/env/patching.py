@@ -15,8 +15,9 @@ observations in this process and reports the outcome:
    it went; an empty or non-applying patch, or one that adds a top-level module shadowing the
    standard library (the repository root comes first on ``sys.path``), runs no tests and
    resolves ``"no"``.
-3. **Observe**: run the probes (``srelib/env/sandbox_runner.py``) with ``python -I -S -B`` in
-   :func:`srelib.env.sandbox.run_isolated`: at best bubblewrap namespaces (no network, no view
+3. **Observe** (:mod:`srelib.env.probe_run`): run the probes (``srelib/env/sandbox_runner.py``)
+   with ``python -I -S -B`` in a fresh sandbox (:func:`srelib.env.sandbox.prepare`, started
+   ahead by :mod:`srelib.env.spare`): at best bubblewrap namespaces (no network, no view
    of the machine, a disk quota, the whole tree killed at the end), always a minimal
    environment (no API keys, tokens, ``OPENAI_*`` or ``HF_*``), resource limits, a wall
    timeout and, when started as root, uid 65534. ``isolation`` in the result names the level
@@ -46,7 +47,7 @@ that observation in the grader and never enters the sandbox. A test id is
 ``"<file>::test_<name>"``; an id with no observation (import error, crash, timeout, reported
 twice) fails. Probes use the standard library only and must not start
 processes, open sockets, use ctypes or write outside the repository copy (the runner's audit
-hook refuses these); each has ``PER_TEST_S`` seconds.
+hook refuses these); each has :data:`~srelib.env.probe_run.PER_TEST_S` seconds.
 
 Observations travel on a private copy of the runner's stdout, each line prefixed with a nonce
 the runner read from stdin before any patched code ran; output printed by code under test goes
@@ -64,26 +65,24 @@ import functools
 import json
 import os
 import re
-import secrets
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from srelib.env.json_copy import json_copy
 from srelib.env.memo import ByteLRU
 from srelib.env.lookup import load_repo
 from srelib.env.repos import Repo
-from srelib.env.sandbox import grading_level, minimal_env, python, run_isolated
+from srelib.env.probe_run import preload_of, run_probes
+from srelib.env.sandbox import grading_level
 from srelib.env.site_guard import site_units, site_unchanged
 from srelib.env.types import PatchGrade
-from srelib.env.verdicts import Observation, collect, draw_seed, rates, resolution, verdicts
+from srelib.env.verdicts import Observation, draw_seed, rates, resolution, verdicts
 from srelib.env.workspace import check_path
 
 DEFAULT_TIMEOUT_S = 10.0
-PER_TEST_S = 5.0
-_RUNNER = Path(__file__).with_name("sandbox_runner.py")
 _TEST_PATH = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)(^```|\Z)", re.S | re.M)
 MEMO_BYTES = 8 << 20  # the grade memo's bound: diffs and results, in bytes of text
@@ -214,37 +213,14 @@ def _shadowing(repo_dir: Path, tree: Mapping[str, str]) -> str | None:
     return None
 
 
-def _run_sandboxed(root: Path, repo_dir: Path, tests: dict[str, str], timeout_s: float,
-                   level: str, seed: int) -> tuple[dict[str, Any], bool]:
-    """Run the hidden tests' probes against ``repo_dir`` in the sandbox at ``level`` (scratch =
-    ``root``), drawing their inputs from ``seed``: ``({test id: Observation}, timed_out)``. The
-    probes travel on stdin, never on disk; the sandbox applies the limits and the uid drop."""
-    nonce = secrets.token_hex(16)
-    config = {"repo": str(repo_dir), "probes": tests, "limits": {}, "uid": None,
-              "per_test_s": PER_TEST_S, "seed": seed}
-    run = run_isolated([python(), "-I", "-S", "-B", "-c", _RUNNER.read_text(encoding="utf-8")], root,
-                       stdin=(nonce + "\n" + json.dumps(config) + "\n").encode(), timeout_s=timeout_s,
-                       env=minimal_env(repo_dir), level=level)
-    return _observations(run.stdout.decode(errors="replace"), nonce), run.timed_out
-
-
-def _observations(raw: str, nonce: str) -> dict[str, Observation]:
-    """The observations on the runner's channel: lines tagged with ``nonce``, decoded as plain JSON."""
-    tagged = (line.partition(" ") for line in raw.splitlines())
-    return collect([payload for tag, _, payload in tagged if tag == nonce])
-
-
 def observe(repo_name: str, task: str, files: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S,
             seed: int = 0) -> tuple[dict[str, Observation], bool]:
     """Run ``task``'s probes against a full file map, drawing inputs from ``seed``:
     ``({test id: Observation}, timed_out)``."""
     repo = load_repo(repo_name)
     wanted = repo.fail_to_pass(task) + repo.pass_to_pass(task)
-    with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
-        root = Path(tmp)
-        _write_tree(root / "repo", files)
-        return _run_sandboxed(root, root / "repo", _task_tests(repo, wanted), timeout_s,
-                              grading_level()[0], seed)
+    return run_probes(files, _task_tests(repo, wanted), timeout_s, grading_level()[0], seed,
+                          preload_of(repo_name))
 
 
 def run_hidden_tests(repo_name: str, task: str, files: dict[str, str],
@@ -261,11 +237,8 @@ def run_tests(repo_name: str, test_ids: list[str], files: dict[str, str],
     ``({test id: passed}, timed_out)``."""
     repo = load_repo(repo_name)
     seed = draw_seed()
-    with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
-        root = Path(tmp)
-        _write_tree(root / "repo", files)
-        seen, timed_out = _run_sandboxed(root, root / "repo", _task_tests(repo, test_ids), timeout_s,
-                                         grading_level()[0], seed)
+    seen, timed_out = run_probes(files, _task_tests(repo, test_ids), timeout_s,
+                                     grading_level()[0], seed, preload_of(repo_name))
     return verdicts(repo, test_ids, seen, seed), timed_out
 
 
@@ -289,6 +262,29 @@ def _read_tree(root: Path, paths: set[str]) -> dict[str, str]:
             for p in paths}
 
 
+@functools.lru_cache(maxsize=1)
+def _memory_folder() -> str | None:
+    """``/dev/shm`` when it is a writable folder with room to spare (a patch is applied there,
+    in memory), else None: the system's temporary folder."""
+    try:
+        stats = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    roomy = stats.f_bavail * stats.f_frsize >= 256 << 20
+    return "/dev/shm" if roomy and os.access("/dev/shm", os.W_OK | os.X_OK) else None
+
+
+def _tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every regular file under ``root``: ``{relative path: bytes}`` (symlinks are not followed)."""
+    files = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder, name)
+            if path.is_file() and not path.is_symlink():
+                files[path.relative_to(root).as_posix()] = path.read_bytes()
+    return files
+
+
 def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: object,
                timeout_s: float = DEFAULT_TIMEOUT_S, site: tuple[tuple[str, str], ...] = ()) -> PatchGrade:
     """Grade a diff against explicit FAIL_TO_PASS / PASS_TO_PASS test ids of ``repo_name``. When
@@ -308,7 +304,7 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
               "site_unchanged": False, "timed_out": False, "isolation": level, "verified": verified,
               "fail_to_pass_rate": None, "pass_to_pass_rate": None}
     if error is None:
-        with tempfile.TemporaryDirectory(prefix="srelib-grade-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=_memory_folder()) as tmp:
             root = Path(tmp)
             _write_tree(root / "repo", dict(repo.tree))
             result["apply_error"] = _apply(root / "repo", clean) or _shadowing(root / "repo", repo.tree)
@@ -317,8 +313,9 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
                 result["site_unchanged"] = site_unchanged(
                     site, dict(repo.tree), _read_tree(root / "repo", {p for p, _ in site}))
                 seed = draw_seed()
-                seen, result["timed_out"] = _run_sandboxed(
-                    root, root / "repo", _task_tests(repo, f2p_ids + p2p_ids), timeout_s, level, seed)
+                seen, result["timed_out"] = run_probes(
+                    _tree_bytes(root / "repo"), _task_tests(repo, f2p_ids + p2p_ids), timeout_s,
+                    level, seed, preload_of(repo_name))
                 result["FAIL_TO_PASS"] = verdicts(repo, f2p_ids, seen, seed)
                 if result["site_unchanged"]:
                     result["FAIL_TO_PASS"] = dict.fromkeys(f2p_ids, False)

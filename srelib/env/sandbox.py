@@ -38,20 +38,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import math
 import os
-import select
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from srelib.env.sandbox_proc import SandboxResult, Started
 
 LEVELS = ("bwrap", "unshare", "uid-drop", "rlimits-only")
 HOLDING_LEVELS = ("bwrap", "unshare")  # the levels patch grading trusts
@@ -60,25 +58,13 @@ SANDBOX_MODES = ("strict", "unsafe")
 SANDBOX_UID = 65534
 SCRATCH_QUOTA = 64 << 20
 TMP_QUOTA = 16 << 20
-OUTPUT_BYTES = 1 << 20
 LIMITS = {"RLIMIT_AS": 1 << 30, "RLIMIT_FSIZE": 16 << 20, "RLIMIT_NPROC": 64,
           "RLIMIT_CORE": 0, "RLIMIT_NOFILE": 256}
 _PRLIMIT_FLAGS = {"RLIMIT_AS": "--as", "RLIMIT_FSIZE": "--fsize", "RLIMIT_NPROC": "--nproc",
                   "RLIMIT_CORE": "--core", "RLIMIT_NOFILE": "--nofile", "RLIMIT_CPU": "--cpu"}
 _SCRATCH_SOURCE = "/.srelib-scratch"  # where bwrap shows the caller's scratch, read-only
+FRESH_SCRATCH = Path("/srelib-box")  # a prepared sandbox's scratch, inside it only
 _PACKAGE = Path(__file__).resolve().parents[1]  # srelib/: never visible inside
-
-
-@dataclass(frozen=True)
-class SandboxResult:
-    """What an isolated run did: exit status (negative: killed by that signal), its output
-    (each capped at ``OUTPUT_BYTES``), whether the wall timeout ended it, and the level."""
-
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-    timed_out: bool
-    isolation: str
 
 
 @dataclass(frozen=True)
@@ -234,7 +220,9 @@ def _within(path: Path, roots: list[str]) -> bool:
 
 
 def _bwrap_argv(argv: list[str], scratch: Path, readable: list[Path], env: dict[str, str],
-                quota_bytes: int, info_fd: int) -> list[str]:
+                quota_bytes: int, info_fd: int, copy_in: bool) -> list[str]:
+    """``argv`` in bubblewrap (see the module doc), in a tmpfs at ``scratch`` that holds a copy
+    of the caller's ``scratch`` when ``copy_in``, else nothing."""
     prefix = os.path.realpath(_interpreter().prefix)
     args = [shutil.which("bwrap"), "--unshare-all", "--unshare-user", "--disable-userns",
             "--die-with-parent", "--new-session", "--as-pid-1", "--clearenv", "--info-fd", str(info_fd),
@@ -249,32 +237,35 @@ def _bwrap_argv(argv: list[str], scratch: Path, readable: list[Path], env: dict[
         bound.append(str(path))
     if _within(_PACKAGE, bound):  # e.g. srelib installed under /usr: hide it
         args += ["--tmpfs", str(_PACKAGE)]
-    args += ["--ro-bind", str(scratch), _SCRATCH_SOURCE, "--size", str(quota_bytes),
-             "--tmpfs", str(scratch), "--chdir", str(scratch),
+    args += ["--ro-bind", str(scratch), _SCRATCH_SOURCE] if copy_in else []
+    args += ["--size", str(quota_bytes), "--tmpfs", str(scratch), "--chdir", str(scratch),
              "--remount-ro", "/dev", "--remount-ro", "/"]  # no unbounded tmpfs left writable
     for key, value in env.items():
         args += ["--setenv", key, value]
-    copy_in = f'cp -R -P {_SCRATCH_SOURCE}/. . && exec "$@"'
-    return args + ["--", "/bin/sh", "-c", copy_in, "sh", *argv]
+    if not copy_in:
+        return args + ["--", *argv]
+    return args + ["--", "/bin/sh", "-c", f'cp -R -P {_SCRATCH_SOURCE}/. . && exec "$@"', "sh", *argv]
 
 
 def _unshare_argv(argv: list[str], scratch: Path, readable: list[Path], quota_bytes: int,
-                  new_root: Path) -> list[str]:
+                  new_root: Path, copy_in: bool) -> list[str]:
     """``argv`` in new PID, network, IPC, UTS and mount namespaces, pivoted into a root built
     like bubblewrap's (see :func:`_root_script`) on the empty folder ``new_root``."""
     flags = ["--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts", "--mount",
              "--propagation", "private"]
     if os.geteuid() != 0:
         flags.insert(0, "--map-root-user")
-    script = _root_script(scratch, readable, quota_bytes, new_root)
+    script = _root_script(scratch, readable, quota_bytes, new_root, copy_in)
     return [_tool("unshare"), *flags, "--", "/bin/sh", "-e", "-c", script, "sh", *argv]
 
 
-def _root_script(scratch: Path, readable: list[Path], quota_bytes: int, new_root: Path) -> str:
+def _root_script(scratch: Path, readable: list[Path], quota_bytes: int, new_root: Path,
+                 copy_in: bool) -> str:
     """Shell that builds a tmpfs root on ``new_root`` (read-only ``/usr``, the interpreter's
     prefix and ``readable``; a few devices; a fresh ``/proc``; ``/tmp`` a tmpfs of
-    ``TMP_QUOTA``; ``scratch`` copied into a tmpfs of ``quota_bytes``), pivots into it, drops
-    the machine's tree and execs ``"$@"`` in ``scratch``."""
+    ``TMP_QUOTA``; a tmpfs of ``quota_bytes`` at ``scratch``, holding a copy of the caller's
+    ``scratch`` when ``copy_in``), pivots into it, drops the machine's tree and execs ``"$@"``
+    in ``scratch``."""
     q, root = shlex.quote, str(new_root)
     lines = [f"mount -t tmpfs -o size=1m,mode=0755 none {q(root)}"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -298,7 +289,8 @@ def _root_script(scratch: Path, readable: list[Path], quota_bytes: int, new_root
     lines += [f"mount -t proc -o nosuid,nodev,noexec proc {q(root)}/proc",
               f"mount -t tmpfs -o size={TMP_QUOTA},mode=1777,nosuid,nodev none {q(root)}/tmp",
               f"mkdir -p {box}", f"mount -t tmpfs -o size={int(quota_bytes)},nosuid,nodev none {box}",
-              f"cp -a {q(str(scratch))}/. {box}/", f"cd {q(root)}", f"{_tool('pivot_root')} . .old",
+              *([f"cp -a {q(str(scratch))}/. {box}/"] if copy_in else []),
+              f"cd {q(root)}", f"{_tool('pivot_root')} . .old",
               "cd /", "umount -l /.old", "rmdir /.old", "mount -o remount,ro,bind /",
               f"cd {q(str(scratch))}", "unset OLDPWD", 'exec "$@"']
     return "\n".join(lines)  # each line a simple command, so that sh -e stops at any failure
@@ -317,79 +309,6 @@ def _hand_over(path: Path, uid: int) -> None:
             os.lchown(os.path.join(dirpath, name), uid, uid)
 
 
-def _wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
-    """Wait until ``proc`` exits or ``timeout_s`` passes; True if it exited.
-
-    A pidfd wakes us the moment the process exits (Linux 5.3+); Popen.wait polls with sleeps
-    of up to 50 ms, a large part of a grading's wall time.
-    """
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        fd = None
-    if fd is None:
-        try:
-            proc.wait(timeout=timeout_s)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-    try:
-        select.select([fd], [], [], timeout_s)
-    finally:
-        os.close(fd)
-    return proc.poll() is not None
-
-
-def _namespace_init(info_read: int) -> int | None:
-    """A pidfd of the sandbox's PID-namespace init, whose pid bubblewrap reports as JSON on
-    ``--info-fd`` (in several writes); opened while bubblewrap, its parent, still holds it."""
-    text, deadline = b"", time.monotonic() + 5.0
-    while select.select([info_read], [], [], max(0.0, deadline - time.monotonic()))[0]:
-        chunk = os.read(info_read, 4096)
-        text += chunk
-        try:
-            return os.pidfd_open(int(json.loads(text)["child-pid"]))
-        except ValueError:
-            if not chunk:
-                return None
-        except (OSError, KeyError, TypeError):
-            return None
-    return None
-
-
-def _end_namespace(init: int) -> None:
-    """Kill the PID namespace's init, and so every process in it; return once they are gone
-    (the kernel reaps the namespace before the init counts as exited)."""
-    try:
-        signal.pidfd_send_signal(init, signal.SIGKILL)
-        select.select([init], [], [], 5.0)
-    except OSError:
-        pass
-    finally:
-        os.close(init)
-
-
-def _end_group(proc: subprocess.Popen) -> None:
-    """Kill ``proc``'s process group, reap ``proc`` and wait (up to 1 s) until the group is gone."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    proc.wait()
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)
-        except OSError:
-            return
-        time.sleep(0.002)
-
-
-def _read(file) -> bytes:
-    file.seek(0)
-    return file.read(OUTPUT_BYTES)
-
-
 def run_isolated(argv: list[str], scratch: Path, *, stdin: bytes = b"", timeout_s: float,
                  readable: list[Path] | tuple = (), env: dict[str, str] | None = None,
                  limits: dict[str, int] | None = None, quota_bytes: int = SCRATCH_QUOTA,
@@ -399,10 +318,7 @@ def run_isolated(argv: list[str], scratch: Path, *, stdin: bytes = b"", timeout_
     place (the weaker levels see the whole machine anyway).
     ``env`` defaults to :func:`minimal_env`; ``limits`` are merged over :data:`LIMITS` (with
     RLIMIT_CPU from the timeout); ``level`` defaults to :func:`isolation_level`."""
-    levels = available_levels()
-    level = level or levels[0]
-    if level not in levels:
-        raise ValueError(f"isolation level {level!r} is not available here; valid: {list(levels)}")
+    level = _checked_level(level)
     scratch = Path(scratch).resolve()
     if not scratch.is_dir():
         raise ValueError(f"scratch must be an existing directory, got {str(scratch)!r}")
@@ -413,45 +329,79 @@ def run_isolated(argv: list[str], scratch: Path, *, stdin: bytes = b"", timeout_
                    env=env, limits=limits, quota_bytes=quota_bytes)
 
 
+def prepare(argv: list[str], *, timeout_s: float, readable: list[Path] | tuple = (),
+            env: dict[str, str] | None = None, limits: dict[str, int] | None = None,
+            quota_bytes: int = SCRATCH_QUOTA, level: str | None = None) -> Started:
+    """Start ``argv`` isolated now, as :func:`run_isolated` would, with an empty scratch of its
+    own (at a holding level, a tmpfs at ``FRESH_SCRATCH`` that exists only inside) and its
+    standard input still to come: ``.finish(stdin, timeout_s)`` sends it and
+    returns the :class:`SandboxResult` (the wall timeout counts from then; ``timeout_s`` here
+    sets the CPU limit), ``.discard()`` ends it unused. Each one runs once."""
+    level = _checked_level(level)
+    stack = contextlib.ExitStack()
+    try:
+        if level in HOLDING_LEVELS:  # a tmpfs of its own: nothing on the machine to clean up
+            scratch, copy_in = FRESH_SCRATCH, False
+        else:
+            scratch, copy_in = _temporary_folder(stack, "srelib-box-"), True
+            scratch.chmod(0o755)  # reachable by the sandbox uid, as /tmp's other folders are
+        return _start(level, list(argv), scratch, timeout_s=timeout_s, readable=readable, env=env,
+                      limits=limits, quota_bytes=quota_bytes, stack=stack, copy_in=copy_in)
+    except BaseException:
+        stack.close()
+        raise
+
+
+def _temporary_folder(stack: contextlib.ExitStack, prefix: str) -> Path:
+    """A new folder, removed when ``stack`` closes. Not a TemporaryDirectory: a forked child
+    that drops the object must not remove the folder its parent's sandbox still uses."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+    stack.callback(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _checked_level(level: str | None) -> str:
+    levels = available_levels()
+    level = level or levels[0]
+    if level not in levels:
+        raise ValueError(f"isolation level {level!r} is not available here; valid: {list(levels)}")
+    return level
+
+
 def _run_at(level: str, argv: list[str], scratch: Path, *, stdin: bytes, timeout_s: float,
             readable, env: dict[str, str] | None, limits: dict[str, int] | None,
             quota_bytes: int) -> SandboxResult:
+    started = _start(level, argv, scratch, timeout_s=timeout_s, readable=readable, env=env,
+                     limits=limits, quota_bytes=quota_bytes, stack=contextlib.ExitStack())
+    return started.finish(stdin, timeout_s)
+
+
+def _start(level: str, argv: list[str], scratch: Path, *, timeout_s: float, readable,
+           env: dict[str, str] | None, limits: dict[str, int] | None, quota_bytes: int,
+           stack: contextlib.ExitStack, copy_in: bool = True) -> Started:
+    """Launch ``argv`` at ``level`` in ``scratch``; ``stack`` holds what the run needs until it
+    ends (it is closed when the run ends, or here if the launch fails). Without ``copy_in``
+    (holding levels only), ``scratch`` is a path inside the sandbox, made empty there."""
     env = minimal_env(scratch) if env is None else dict(env)
     limits = {**LIMITS, "RLIMIT_CPU": math.ceil(timeout_s) + 1, **(limits or {})}
     command = _limited(list(argv), limits)
     readable = [Path(p).resolve() for p in readable]
     uid = None if level == "rlimits-only" else _interpreter().uid
-    if uid is not None:
+    if uid is not None and copy_in:
         _hand_over(scratch, uid)
-    info_read = info_write = None
-    with contextlib.ExitStack() as stack:
+    info_pipe = None
+    with contextlib.ExitStack() as failing:
+        failing.push(stack)  # closed only if the launch raises
         if level == "bwrap":
-            info_read, info_write = os.pipe()
-            command = _bwrap_argv(command, scratch, readable, env, quota_bytes, info_write)
+            info_pipe = os.pipe()
+            command = _bwrap_argv(command, scratch, readable, env, quota_bytes, info_pipe[1], copy_in)
             env = {"PATH": "/usr/bin:/bin"}  # bubblewrap's own environment; the command gets --setenv
         elif level == "unshare":  # the uid drop comes last, inside, after the mounts
-            new_root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="srelib-root-")))
+            new_root = _temporary_folder(stack, "srelib-root-")
             command = _unshare_argv(_unprivileged(command, uid, drop_caps=uid is None), scratch,
-                                    readable, quota_bytes, new_root)
+                                    readable, quota_bytes, new_root, copy_in)
             uid = None
-        command = _unprivileged(command, uid)
-        given, out, err = (stack.enter_context(tempfile.TemporaryFile()) for _ in range(3))
-        given.write(stdin)
-        given.seek(0)
-        try:
-            proc = subprocess.Popen(command, stdin=given, stdout=out, stderr=err, cwd=scratch, env=env,
-                                    start_new_session=True, close_fds=True,
-                                    pass_fds=() if info_write is None else (info_write,))
-        finally:
-            if info_write is not None:
-                os.close(info_write)
-        init = _namespace_init(info_read) if info_read is not None else None
-        try:
-            timed_out = not _wait_for_exit(proc, timeout_s)
-        finally:
-            if init is not None:
-                _end_namespace(init)
-            _end_group(proc)
-            if info_read is not None:
-                os.close(info_read)
-        return SandboxResult(proc.returncode, _read(out), _read(err), timed_out, level)
+        started = Started(_unprivileged(command, uid), cwd=str(scratch) if copy_in else "/",
+                          env=env, level=level, info_pipe=info_pipe, stack=stack)
+        failing.pop_all()
+    return started

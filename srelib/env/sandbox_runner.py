@@ -1,18 +1,23 @@
 """The hidden-test probe runner that patching.py starts as ``python -I -S -B -c <this source>``.
 
-Standard library only; it never imports srelib. It reads two lines from stdin: a nonce and a
-JSON config (``repo``, ``probes``: {file name: source}, ``limits``, ``uid``, ``per_test_s``,
-``seed``), so no hidden test lies on disk where the code under test could find it. Then, before
-any probe or patched code runs, it keeps a private copy of stdout as the result channel and
-points fd 1 and 2 at /dev/null, applies the resource limits and drops to ``uid`` unless it is
-null.
+Standard library only; it never imports srelib. It may be started before its grading is
+known (srelib.env.spare), and waits for its input with its own imports done. It reads two lines
+from stdin: a nonce and a JSON config (``files``: {path: the patched repository's file, its
+bytes as latin-1 text}; ``probes``: {file name: source}; ``expected``: {file name: [the test
+ids its probes report]}; ``preload``: standard modules the repository imports; ``limits``,
+``uid``, ``per_test_s``, ``seed``), so no hidden test lies on disk where the code under test
+could find it. Then, before any probe or patched code runs, it keeps a private copy of stdout
+as the result channel, points fd 1 and 2 at /dev/null, imports ``preload``, writes the
+repository under its working folder, applies the resource limits and drops to ``uid`` unless
+it is null.
 
 The patched code never runs in this process. Each probe file runs in a forked child that first
 points the result channel's descriptor at /dev/null, then installs an audit hook that refuses
 subprocesses, sockets, ctypes, process-wide introspection, writes outside the repository and
 reads outside the repository and the standard library, and reports on a pipe of its own. This
-process relays what the pipe carries: for each probe the file defines (read from its source,
-not from the child) the first well-formed record, rewritten field by field under the nonce.
+process relays what the pipe carries: for each probe the file defines (``expected``, read from
+its source by the grader, not from the child) the first well-formed record, rewritten field by
+field under the nonce.
 Code under test that takes its child over can report wrong observations for its own file's
 probes, and nothing else: it cannot reach, replace or write to the channel.
 
@@ -25,7 +30,6 @@ an observation is right is decided by the grader, in its own process, against ch
 process never sees.
 """
 
-import ast
 import contextlib
 import io
 import json
@@ -174,20 +178,10 @@ def _make_writer(fd):
 LINE_BYTES = 1 << 17  # a relayed record's bound, as the grader's (verdicts.RECORD_CHARS)
 
 
-def _probe_ids(name, source):
-    """The test ids of the probes ``source`` defines at its top level (none if it does not parse)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    return {f"{name}::test_{node.name[len('probe_'):]}" for node in tree.body
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("probe_")}
-
-
-def _relay(fd, name, source, emit):
-    """Forward, under the nonce, the first well-formed record of each of ``name``'s probes (or
-    its import error) that the child writes on ``fd``; drop the rest."""
-    expected, sent, buffer, skipping = _probe_ids(name, source), set(), b"", False
+def _relay(fd, name, expected, emit):
+    """Forward, under the nonce, the first well-formed record of each test id in ``expected``
+    (or ``name``'s import error) that the child writes on ``fd``; drop the rest."""
+    sent, buffer, skipping = set(), b"", False
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
@@ -237,10 +231,28 @@ def _run_in_child(name, source, config, seed, channel, devnull, emit):
             os._exit(0)
     os.close(write_end)
     try:
-        _relay(read_end, name, source, emit)
+        _relay(read_end, name, set(config["expected"].get(name, ())), emit)
     finally:
         os.close(read_end)
         os.waitpid(pid, 0)
+
+
+def _write_repo(files):
+    """Write the repository (``{path: latin-1 text}``) under ./repo; its real path."""
+    for path, text in files.items():
+        target = os.path.join("repo", path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as out:
+            out.write(text.encode("latin-1"))
+    return os.path.realpath("repo")
+
+
+def _preload(names):
+    for name in names:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
 
 
 def main():
@@ -253,13 +265,17 @@ def main():
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(0)
-    config["repo"] = os.path.realpath(config["repo"])
+    os.makedirs("repo", exist_ok=True)
+    _preload(config.pop("preload"))  # once here, not in each probe file's child
+    config["repo"] = _write_repo(config.pop("files"))
+    os.environ.update(HOME=config["repo"], TMPDIR=config["repo"])
     _limit(config["limits"], config["uid"])
     signal.signal(signal.SIGALRM, _on_alarm)
     seed = config.pop("seed")
     for name, source in sorted(config.pop("probes").items()):
         _run_in_child(name, source, config, seed, channel, devnull, emit)
     emit({"done": True})
+    os._exit(0)  # everything went out with os.write: skip the interpreter's teardown
 
 
 main()

@@ -1,0 +1,101 @@
+"""Run a task's hidden-test probes against a repository in a fresh sandbox: the observing step of
+patch grading (:mod:`srelib.env.patching` describes the whole, and what a probe may do).
+
+The repository's files and the probes travel to the runner (``sandbox_runner.py``) on stdin,
+with a nonce; observations come back on its stdout, each line tagged with that nonce. The
+sandbox is a spare one started ahead (:mod:`srelib.env.spare`), used once: it waits with the
+runner's own imports done, and imports the standard modules the repository needs once it has
+its input, before it starts a child per probe file. (Importing a guess of them ahead, such as
+the modules recent runs needed, cost more CPU than it saved time when tasks alternate.)
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import secrets
+import sys
+from pathlib import Path
+from typing import Mapping
+
+from srelib.env import spare
+from srelib.env.lookup import load_repo
+from srelib.env.sandbox import prepare, python
+from srelib.env.sandbox_proc import Started
+from srelib.env.verdicts import Observation, collect
+
+PER_TEST_S = 5.0
+_RUNNER = Path(__file__).with_name("sandbox_runner.py")
+
+
+def run_probes(files: Mapping[str, str | bytes], tests: dict[str, str], timeout_s: float,
+               level: str, seed: int, preload: tuple[str, ...] = ()
+               ) -> tuple[dict[str, Observation], bool]:
+    """Run the probe files ``tests`` ({name: source}) against the repository ``files`` in a
+    sandbox at ``level``, drawing their inputs from ``seed``: ``({test id: Observation},
+    timed_out)``. ``preload``: standard modules to import before the probes (:func:`preload_of`).
+    The sandbox applies the limits and the uid drop."""
+    nonce = secrets.token_hex(16)
+    config = {"files": {path: _latin1(text) for path, text in files.items()}, "probes": tests,
+              "expected": {name: sorted(_probe_ids(name, source)) for name, source in tests.items()},
+              "preload": preload, "limits": {}, "uid": None, "per_test_s": PER_TEST_S, "seed": seed}
+    started = spare.take((level, timeout_s), functools.partial(_start_runner, level, timeout_s))
+    run = started.finish((nonce + "\n" + json.dumps(config) + "\n").encode(), timeout_s)
+    return _observations(run.stdout.decode(errors="replace"), nonce), run.timed_out
+
+
+def _start_runner(level: str, timeout_s: float) -> Started:
+    return prepare([python(), "-I", "-S", "-B", "-c", _runner_source()], timeout_s=timeout_s,
+                   level=level)
+
+
+@functools.lru_cache(maxsize=1)
+def _runner_source() -> str:
+    return _RUNNER.read_text(encoding="utf-8")
+
+
+def _latin1(text: str | bytes) -> str:
+    """Bytes as text that JSON carries and the runner turns back into the same bytes."""
+    return (text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")).decode("latin-1")
+
+
+@functools.lru_cache(maxsize=4096)
+def _probe_ids(name: str, source: str) -> frozenset[str]:
+    """The test ids of the probes ``source`` defines at its top level (none if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(f"{name}::test_{node.name[len('probe_'):]}" for node in tree.body
+                     if isinstance(node, ast.FunctionDef) and node.name.startswith("probe_"))
+
+
+@functools.lru_cache(maxsize=64)
+def preload_of(repo_name: str) -> tuple[str, ...]:
+    """The standard modules ``repo_name``'s files and probes import, less any of the
+    repository's own top-level modules would shadow: the runner imports them once, before it
+    starts a child per probe file."""
+    repo = load_repo(repo_name)
+    own = {path.split("/", 1)[0].removesuffix(".py") for path in repo.tree}
+    sources = [text for path, text in repo.tree.items() if path.endswith(".py")]
+    return tuple(sorted({name for source in [*sources, *repo.hidden_tests.values()]
+                         for name in _imports(source) if name.split(".", 1)[0] not in own}))
+
+
+def _imports(source: str) -> set[str]:
+    """Standard modules ``source`` imports by absolute name (none if it does not parse)."""
+    try:
+        nodes = list(ast.walk(ast.parse(source)))
+    except (SyntaxError, ValueError):
+        return set()
+    names = [alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names]
+    names += [node.module for node in nodes
+              if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module]
+    return {n for n in names if n.split(".", 1)[0] in sys.stdlib_module_names}
+
+
+def _observations(raw: str, nonce: str) -> dict[str, Observation]:
+    """The observations on the runner's channel: lines tagged with ``nonce``, decoded as plain JSON."""
+    tagged = (line.partition(" ") for line in raw.splitlines())
+    return collect([payload for tag, _, payload in tagged if tag == nonce])

@@ -1,0 +1,162 @@
+"""The spare sandbox: started ahead, used by exactly one grading, never shared, never stale.
+
+Real sandboxes throughout (bubblewrap where this machine has it): the probes below run in the
+same runner and sandbox as a patch's hidden tests.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+
+import pytest
+
+from srelib.env import sandbox, spare
+from srelib.env.probe_run import run_probes
+from srelib.env.sandbox import grading_level
+
+LEVEL = grading_level()[0]
+MARK = "def probe_mark():\n    with open('left_behind.txt', 'w') as out:\n        out.write('x')\n    return 1\n"
+LOOK = "import os\n\ndef probe_look():\n    return os.path.exists('left_behind.txt')\n"
+ADD = "from calc import add\n\ndef probe_add(rng):\n    a, b = rng.randrange(100), rng.randrange(100)\n    return [a, b, add(a, b)]\n"
+CALC = {"calc.py": "def add(a, b):\n    return a + b\n"}
+
+
+def _wait_for_spare(timeout_s: float = 10.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        current = spare._spare
+        if current is not None:
+            return current[1]
+        time.sleep(0.01)
+    raise AssertionError("no spare sandbox was started")
+
+
+def _add(timeout_s: float = 10.0) -> list[int]:
+    seen, timed_out = run_probes(CALC, {"test_add.py": ADD}, timeout_s, LEVEL, seed=7)
+    assert not timed_out
+    a, b, total = seen["test_add.py::test_add"].value
+    assert total == a + b
+    return seen["test_add.py::test_add"].value
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    monkeypatch.setenv(spare.SPARE_ENV, "1")
+    spare.discard()
+    yield
+    spare.discard()
+
+
+def test_a_grading_takes_the_spare_and_another_is_started_for_the_next():
+    _add()
+    first = _wait_for_spare()
+    assert first.alive()
+    _add()
+    second = _wait_for_spare()
+    assert second is not first and not first.alive()  # used once, then ended with its grading
+
+
+def test_nothing_a_grading_leaves_behind_reaches_the_next():
+    marked, _ = run_probes({}, {"test_mark.py": MARK}, 10, LEVEL, seed=1)
+    assert marked["test_mark.py::test_mark"].value == 1
+    _wait_for_spare()
+    looked, _ = run_probes({}, {"test_look.py": LOOK}, 10, LEVEL, seed=1)
+    assert looked["test_look.py::test_look"].value is False
+
+
+def test_a_spare_for_another_timeout_is_ended_not_used():
+    _add(timeout_s=10)
+    stale = _wait_for_spare()
+    _add(timeout_s=20)  # the CPU limit is set at start: this one needs a sandbox of its own
+    assert not stale.alive()
+
+
+def test_turned_off_no_spare_is_kept(monkeypatch):
+    monkeypatch.setenv(spare.SPARE_ENV, "0")
+    _add()
+    time.sleep(0.2)
+    assert spare._spare is None
+
+
+def test_a_spare_outlives_the_thread_that_asked_for_it():
+    """bubblewrap dies with the thread that started it; spares are started by one that stays."""
+    worker = threading.Thread(target=_add)
+    worker.start()
+    worker.join()
+    kept = _wait_for_spare()
+    time.sleep(0.1)
+    assert kept.alive()
+    _add()
+
+
+def test_concurrent_gradings_each_get_their_own_sandbox():
+    results, errors = [], []
+
+    def grade():
+        try:
+            results.append(_add())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=grade) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(results) == 4
+
+
+def test_a_forked_child_forgets_the_parents_spare_and_grades_with_its_own():
+    _add()
+    parents = _wait_for_spare()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no spare of its parent's, and grading still works
+        ok = spare._spare is None
+        try:
+            _add()
+        except BaseException:  # noqa: BLE001 - reported through the exit status
+            ok = False
+        os.write(write_end, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    assert os.read(read_end, 1) == b"1"
+    os.close(read_end)
+    assert parents.alive()  # the child's exit did not end it
+    _add()
+
+
+def test_a_prepared_sandbox_times_out_from_its_input_not_from_its_start():
+    started = sandbox.prepare([sandbox.python(), "-I", "-S", "-c", "import sys; print(sys.stdin.read())"],
+                              timeout_s=5)
+    time.sleep(1.5)
+    result = started.finish(b"late" * 100_000, timeout_s=1.0)
+    assert not result.timed_out and result.returncode == 0
+    assert result.stdout.strip() == b"late" * 100_000
+
+
+def test_a_command_that_never_reads_its_input_cannot_block_the_caller():
+    started = sandbox.prepare([sandbox.python(), "-I", "-S", "-c", "import time; time.sleep(60)"],
+                              timeout_s=5)
+    begun = time.monotonic()
+    result = started.finish(b"x" * (4 << 20), timeout_s=1.0)  # far more than a pipe holds
+    assert result.timed_out and time.monotonic() - begun < 5
+
+
+def _boxes() -> set[str]:
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("srelib-box-")}
+
+
+@pytest.mark.parametrize("level", sandbox.available_levels())
+def test_a_prepared_sandbox_writes_in_its_own_scratch_and_leaves_nothing_behind(level):
+    before = _boxes()
+    started = sandbox.prepare([sandbox.python(), "-I", "-S", "-c",
+                               "import os; open('f', 'w').write('x'); print(os.listdir('.'))"],
+                              timeout_s=5, level=level)
+    result = started.finish(b"", timeout_s=5)
+    assert result.returncode == 0 and result.stdout.strip() == b"['f']"
+    assert _boxes() == before
