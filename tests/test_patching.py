@@ -104,6 +104,7 @@ def test_fuzzy_patch_fallback_applies_a_diff_with_stale_context(tmp_path):
     ("just some prose, no diff", "empty patch"),
     ("--- /dev/null\n+++ b/pathlib.py\n@@ -0,0 +1 @@\n+class Path: pass\n", "shadow"),
     (None, "must be a string"),
+    ("--- a/orders/models.py\n+++ b/orders/models.py\n@@ -1 +1 @@\n-x\n+\ud800\n", "not valid text"),
 ])
 def test_bad_diffs_are_reported_not_raised(diff, reason):
     result = grade_patch(REPO, TASK, diff)

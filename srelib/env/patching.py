@@ -136,6 +136,10 @@ def normalise_diff(text: object) -> tuple[str, list[str], str | None]:
     if not isinstance(text, str):
         return "", [], f"diff must be a string, got {type(text).__name__}"
     text = str.__str__(text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return "", [], f"diff is not valid text: {exc.reason} at character {exc.start}"
     clean, touched, error = (_normalised(text) if len(text) <= _NORMALISED_TEXT
                              else _normalise(text))
     return clean, list(touched), error
