@@ -45,7 +45,8 @@ SCRIPTS = {
 }
 #: script -> (arguments that print a profile, metric whose miss asks for it)
 PROFILES = {
-    "bench_grading.py": (["--profile", "20", "--patches", "10"], "unique patch (miss) median"),
+    "bench_grading.py": (["--profile", "20", "--patches", "10"],
+                         "unique patch (miss) median, with a spare sandbox"),
     "bench_env.py": (["--profile", "25", "--seeds", "2"], "srelib / reference episodes/s"),
     "bench_generation.py": (["--profile", "20", "--max-steps", "4"],
                             "lockstep_cached / one-at-a-time episodes/s"),
