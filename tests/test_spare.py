@@ -7,13 +7,14 @@ same runner and sandbox as a patch's hidden tests.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import threading
 import time
 
 import pytest
 
-from srelib.env import sandbox, spare
+from srelib.env import probe_run, sandbox, spare
 from srelib.env.probe_run import run_probes
 from srelib.env.sandbox import grading_level
 
@@ -128,6 +129,62 @@ def test_a_forked_child_forgets_the_parents_spare_and_grades_with_its_own():
     os.close(read_end)
     assert parents.alive()  # the child's exit did not end it
     _add()
+
+
+def _kill(started) -> None:
+    """End a started sandbox from outside, as ``kill -9`` of its pid would."""
+    os.killpg(started.proc.pid, signal.SIGKILL)
+    started.proc.wait()
+
+
+def test_a_spare_killed_as_it_is_taken_is_replaced_not_graded_empty(monkeypatch):
+    """Killed between take()'s check that it runs and the grading's input: no observations
+    would come back (every test failing), so the grading runs again in a sandbox of its own."""
+    _add()
+    doomed = _wait_for_spare()
+    checked = doomed.alive
+
+    def dies_after_the_check() -> bool:
+        running = checked()
+        _kill(doomed)
+        return running
+
+    monkeypatch.setattr(doomed, "alive", dies_after_the_check)
+    _add()
+    assert doomed.proc.returncode == -signal.SIGKILL
+
+
+def _counted_launches(monkeypatch, kill: bool) -> list:
+    """Every sandbox the probe runner starts (each killed at once when ``kill``), no spare."""
+    monkeypatch.setenv(spare.SPARE_ENV, "0")
+    launched, real = [], probe_run._start_runner
+
+    def start(level, timeout_s):
+        started = real(level, timeout_s)
+        launched.append(started)
+        if kill:
+            _kill(started)
+        return started
+
+    monkeypatch.setattr(probe_run, "_start_runner", start)
+    return launched
+
+
+def test_a_sandbox_that_never_reads_its_input_is_retried_once_within_the_timeout(monkeypatch):
+    launched = _counted_launches(monkeypatch, kill=True)
+    begun = time.monotonic()
+    seen, timed_out = run_probes(CALC, {"test_add.py": ADD}, 3.0, LEVEL, seed=7)
+    assert seen == {} and not timed_out and len(launched) == 2
+    assert time.monotonic() - begun < 3.0
+
+
+def test_a_runner_that_read_its_input_and_died_is_not_retried(monkeypatch):
+    """What the input makes the runner do (here: write a file over the size limit, so the
+    kernel kills it) cannot buy a second run."""
+    launched = _counted_launches(monkeypatch, kill=False)
+    big = b"x" * (sandbox.LIMITS["RLIMIT_FSIZE"] + 1)
+    seen, timed_out = run_probes({**CALC, "blob.bin": big}, {"test_add.py": ADD}, 5.0, LEVEL, seed=7)
+    assert seen == {} and not timed_out and len(launched) == 1
 
 
 def test_a_prepared_sandbox_times_out_from_its_input_not_from_its_start():
