@@ -105,11 +105,22 @@ def test_fuzzy_patch_fallback_applies_a_diff_with_stale_context(tmp_path):
     ("--- /dev/null\n+++ b/pathlib.py\n@@ -0,0 +1 @@\n+class Path: pass\n", "shadow"),
     (None, "must be a string"),
     ("--- a/orders/models.py\n+++ b/orders/models.py\n@@ -1 +1 @@\n-x\n+\ud800\n", "not valid text"),
+    ("--- /dev/null\n+++ b/blob.txt\n@@ -0,0 +1 @@\n+" + "x" * patching.DIFF_CHARS + "\n", "characters long"),
 ])
 def test_bad_diffs_are_reported_not_raised(diff, reason):
     result = grade_patch(REPO, TASK, diff)
     assert not result["patch_applied"] and reason in result["apply_error"]
     assert result["resolved"] == "no"
+
+
+def test_the_longest_diff_graded_fits_the_sandbox():
+    """At most 4 bytes a character: a fix beside the widest file a graded diff can add still
+    reaches the probes whole (under the per-file limit, the quota, the runner's memory)."""
+    lines = (patching.DIFF_CHARS - len(_fix()) - 100) // 102
+    wide = f"--- /dev/null\n+++ b/blob.txt\n@@ -0,0 +1,{lines} @@\n" + ("+" + "\U0001F600" * 100 + "\n") * lines
+    assert len(_fix() + wide) <= patching.DIFF_CHARS
+    result = grade_patch(REPO, TASK, _fix() + wide)
+    assert result["resolved"] == "full" and not result["timed_out"]
 
 
 def test_changes_to_test_files_are_dropped_and_reported():

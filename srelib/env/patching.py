@@ -4,7 +4,8 @@
 repository, runs the hidden tests' probes in one sandboxed subprocess, judges their
 observations in this process and reports the outcome:
 
-1. **Normalise** (:func:`normalise_diff`): take the first fenced code block if the text has
+1. **Normalise** (:func:`normalise_diff`): refuse a diff over ``DIFF_CHARS`` characters (what
+   it adds must fit the sandbox); take the first fenced code block if the text has
    one; CRLF to LF; a final newline; ``a/`` ``b/`` prefixes optional; a blank line inside a
    hunk is a context line; hunk line counts are recounted by ``git apply --recount``. Every
    file path must pass :func:`srelib.env.workspace.check_path`. Sections that touch test files
@@ -126,6 +127,9 @@ def _sections(text: str) -> list[dict]:
     return sections
 
 
+#: The longest diff graded: what it adds then fits the sandbox's per-file size limit and disk
+#: quota (at most 4 bytes a character), and applying it stays small in /dev/shm.
+DIFF_CHARS = 1 << 21
 #: Diffs up to this many characters keep their normalised form (a policy proposes the same
 #: diff again and again; its memo key is the normalised text).
 _NORMALISED_TEXT = 20_000
@@ -136,6 +140,8 @@ def normalise_diff(text: object) -> tuple[str, list[str], str | None]:
     if not isinstance(text, str):
         return "", [], f"diff must be a string, got {type(text).__name__}"
     text = str.__str__(text)
+    if len(text) > DIFF_CHARS:
+        return "", [], f"diff is {len(text)} characters long; at most {DIFF_CHARS} are graded"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
