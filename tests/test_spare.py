@@ -6,11 +6,14 @@ same runner and sandbox as a patch's hidden tests.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import shutil
 import signal
 import tempfile
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -217,3 +220,57 @@ def test_a_prepared_sandbox_writes_in_its_own_scratch_and_leaves_nothing_behind(
     result = started.finish(b"", timeout_s=5)
     assert result.returncode == 0 and result.stdout.strip() == b"['f']"
     assert _boxes() == before
+
+
+def _grade_in_worker(level: str, folder: str) -> int:
+    """In a worker process: grade once at ``level`` with temporary folders made in ``folder``;
+    the pid of the spare that grading left for the next."""
+    tempfile.tempdir = folder
+    seen, _ = run_probes(CALC, {"test_add.py": ADD}, 10, level, seed=7)
+    assert seen["test_add.py::test_add"].value[2] == sum(seen["test_add.py::test_add"].value[:2])
+    return _wait_for_spare().proc.pid
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("level", sandbox.available_levels())
+def test_a_multiprocessing_worker_that_graded_leaves_no_process_or_folder(level):
+    """Its workers exit without atexit: the spare it keeps is ended all the same."""
+    folder = tempfile.mkdtemp(prefix="srelib-test-worker-")
+    os.chmod(folder, 0o755)  # reachable by the sandbox uid
+    try:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+            pid = pool.submit(_grade_in_worker, level, folder).result()
+        deadline = time.monotonic() + 5
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(pid) and os.listdir(folder) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.skipif("unshare" not in sandbox.available_levels(), reason="no unshare level here")
+def test_a_grader_killed_outright_leaves_no_unshare_root_behind():
+    """The folder the unshare level builds its root on is removed from inside once pivoted,
+    not by the grader, which a SIGKILL stops before any cleanup."""
+    folder = tempfile.mkdtemp(prefix="srelib-test-killed-")
+    try:
+        pid = os.fork()
+        if pid == 0:
+            tempfile.tempdir = folder
+            sandbox.prepare([sandbox.python(), "-I", "-S", "-c", "import sys; sys.stdin.read()"],
+                            timeout_s=5, level="unshare")
+            os.kill(os.getpid(), signal.SIGKILL)
+        os.waitpid(pid, 0)
+        deadline = time.monotonic() + 5
+        while os.listdir(folder) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.listdir(folder) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
