@@ -10,6 +10,8 @@ import multiprocessing
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -271,6 +273,26 @@ def test_a_grader_killed_outright_leaves_no_unshare_root_behind():
         deadline = time.monotonic() + 5
         while os.listdir(folder) and time.monotonic() < deadline:
             time.sleep(0.05)
+        assert os.listdir(folder) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("level", sandbox.available_levels())
+def test_a_process_that_exits_while_a_spare_is_being_started_leaves_no_folder(level):
+    """The spare being started at exit (its folder made, not yet handed over) is waited for
+    and ended."""
+    folder = tempfile.mkdtemp(prefix="srelib-test-exit-")
+    os.chmod(folder, 0o755)  # reachable by the sandbox uid
+    code = ("import time\nfrom srelib.env import sandbox, spare\n"
+            "def launch():\n"
+            f"    started = sandbox.prepare([sandbox.python(), '-c', 'input()'], timeout_s=5, level={level!r})\n"
+            "    time.sleep(0.5)  # still being started when the process exits\n"
+            "    return started\n"
+            "spare.take('key', launch).discard()\n")
+    try:
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
+                       env={**os.environ, "TMPDIR": folder, spare.SPARE_ENV: "1"})
         assert os.listdir(folder) == []
     finally:
         shutil.rmtree(folder, ignore_errors=True)

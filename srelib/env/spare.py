@@ -85,12 +85,8 @@ def _start_spares() -> None:
             started = (key, launch())
         except Exception:  # noqa: BLE001 - a grading starts its own sandbox and reports why
             started = None
-        with _lock:
-            if _closed:
-                old, started = started, None
-            else:
-                old, _spare = _spare, started
-            _starting = None
+        with _lock:  # at exit, _close() waits for this and ends it
+            old, _spare, _starting = _spare, started, None
             _lock.notify_all()
         if old is not None:
             old[1].discard()
