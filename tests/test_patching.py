@@ -123,6 +123,18 @@ def test_the_longest_diff_graded_fits_the_sandbox():
     assert result["resolved"] == "full" and not result["timed_out"]
 
 
+@pytest.mark.parametrize("extra,applies", [(0, True), (1, False)])
+def test_a_patch_that_adds_more_files_than_graded_is_refused(extra, applies):
+    """Each file takes a page of the sandbox's quota: a tree at the bound still grades, one
+    over it is refused with a reason (it ran out of room, a silent no, before)."""
+    adds = patching.TREE_FILES - len(_tree()) + extra
+    many = "".join(f"--- /dev/null\n+++ b/many/d{i // 500}/f{i}.txt\n@@ -0,0 +1 @@\n+a\n" for i in range(adds))
+    result = grade_patch(REPO, TASK, _fix() + many)
+    assert result["patch_applied"] is applies and not result["timed_out"]
+    assert result["resolved"] == ("full" if applies else "no")
+    assert applies or f"at most {patching.TREE_FILES}" in result["apply_error"]
+
+
 def test_changes_to_test_files_are_dropped_and_reported():
     tree = _tree()
     without_tests = {p: t for p, t in tree.items() if not p.startswith("tests/")}
