@@ -44,12 +44,14 @@ def run_probes(files: Mapping[str, str | bytes], tests: dict[str, str], timeout_
     config = {"files": {path: _latin1(text) for path, text in files.items()}, "probes": tests,
               "expected": {name: sorted(_probe_ids(name, source)) for name, source in tests.items()},
               "preload": preload, "limits": {}, "uid": None, "per_test_s": PER_TEST_S, "seed": seed}
-    payload, deadline = (nonce + "\n" + json.dumps(config) + "\n").encode(), time.monotonic() + timeout_s
+    payload = (nonce + "\n" + json.dumps(config) + "\n").encode()
+    deadline = time.monotonic() + timeout_s
     launch = functools.partial(_start_runner, level, timeout_s)
     run = spare.take((level, timeout_s), launch).finish(payload, timeout_s)
     if not run.timed_out and RECEIVED not in _channel(run.stdout, nonce):
         # It ended before it read its input (a spare killed from outside before or as it was
-        # taken): no patched code ran, so once more, in a sandbox started now, in the time left.
+        # taken): no patched code ran, so once more, in a sandbox started now, in the time left
+        # once it has started.
         run = launch().finish(payload, max(0.0, deadline - time.monotonic()))
     return collect(_channel(run.stdout, nonce)), run.timed_out
 
