@@ -142,6 +142,13 @@ def _kill(started) -> None:
     started.proc.wait()
 
 
+def test_a_spare_killed_before_it_is_taken_is_not_used():
+    _add()
+    doomed = _wait_for_spare()
+    _kill(doomed)  # as kill -9 of its pid would
+    _add()
+
+
 def test_a_spare_killed_as_it_is_taken_is_replaced_not_graded_empty(monkeypatch):
     """Killed between take()'s check that it runs and the grading's input: no observations
     would come back (every test failing), so the grading runs again in a sandbox of its own."""
