@@ -292,7 +292,8 @@ def _root_script(scratch: Path, readable: list[Path], quota_bytes: int, new_root
               f"mkdir -p {box}", f"mount -t tmpfs -o size={int(quota_bytes)},nosuid,nodev none {box}",
               *([f"cp -a {q(str(scratch))}/. {box}/"] if copy_in else []),
               f"cd {q(root)}", f"{_tool('pivot_root')} . .old",
-              "cd /", f"rmdir /.old{q(root)} || :", "umount -l /.old", "rmdir /.old", "mount -o remount,ro,bind /",
+              "cd /", f"rmdir /.old{q(root)} || :",  # new_root, no longer a mount point
+              "umount -l /.old", "rmdir /.old", "mount -o remount,ro,bind /",
               f"cd {q(str(scratch))}", "unset OLDPWD", 'exec "$@"']
     return "\n".join(lines)  # each line a simple command, so that sh -e stops at any failure
 
