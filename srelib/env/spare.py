@@ -19,7 +19,7 @@ import atexit
 import multiprocessing.util
 import os
 import threading
-from typing import Callable, Hashable
+from typing import Callable, Hashable, cast
 
 from srelib.env.sandbox_proc import Started
 
@@ -77,7 +77,7 @@ def _start_spares() -> None:
     while True:
         with _lock:
             _lock.wait_for(lambda: _wanted is not None)
-            (key, launch), _wanted = _wanted, None
+            (key, launch), _wanted = cast("tuple[Hashable, Launch]", _wanted), None  # set: waited
             old, _spare, _starting = _spare, None, key
         if old is not None:
             old[1].discard()
