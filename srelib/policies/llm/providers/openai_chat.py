@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from srelib.env.json_copy import valid_text
 from srelib.policies.llm.chat import ChatPolicyBase
 from srelib.policies.llm.providers import provider
 from srelib.redact import remember_secret, scrub_secrets
@@ -270,19 +271,7 @@ def wire_messages(messages: list[dict], tools: bool) -> list[dict]:
                          if tools else {"role": "user", "content": message["content"]})
         else:
             wired.append(message)
-    return _sendable(wired)
-
-
-def _sendable(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings replaced: the client sends UTF-8, and
-    a reply whose JSON escaped one (kept in the conversation) would fail every later call."""
-    if isinstance(value, str):
-        return value if value.isascii() else value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_sendable(k): _sendable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_sendable(v) for v in value]
-    return value
+    return valid_text(wired)  # a reply's escaped lone surrogate, kept, would fail every later call
 
 
 def _decode(body: bytes) -> dict:
