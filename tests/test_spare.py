@@ -216,6 +216,18 @@ def test_a_command_that_never_reads_its_input_cannot_block_the_caller():
     assert result.timed_out and time.monotonic() - begun < 5
 
 
+def test_a_reader_gone_does_not_kill_a_caller_that_restored_sigpipe():
+    """A spare that died, or a command that exits unread: EPIPE, where SIGPIPE's default (which
+    a program may restore) would end the whole grading process."""
+    code = ("import signal, time\nsignal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+            "from srelib.env import sandbox\n"
+            "started = sandbox.prepare([sandbox.python(), '-c', 'pass'], timeout_s=5)\n"
+            "while started.alive():\n    time.sleep(0.01)\n"
+            "print(started.finish(b'x' * (1 << 20), timeout_s=5).returncode)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "0", done
+
+
 def _boxes() -> set[str]:
     return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("srelib-box-")}
 
