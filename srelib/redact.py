@@ -75,13 +75,22 @@ def _base64_cores(data: bytes) -> list[str]:
     return cores
 
 
+def _utf8(text: str) -> bytes:
+    """``text``'s bytes: an environment value's undecodable bytes as they were (surrogateescape),
+    any other lone surrogate as UTF-8 would carry it (never an encoding error)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 @byte_lru(1 << 20, size=lambda key, pattern: deep_size((key, pattern, getattr(pattern, "pattern", None))))
 def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern | None:
     forms = set()
     for secret in secrets:
         for variant in {secret, secret.lower(), secret.upper()}:
-            forms |= {variant, quote(variant, safe=""), quote_plus(variant), variant.encode().hex(),
-                      *_base64_cores(variant.encode())}
+            data = _utf8(variant)
+            forms |= {variant, quote(data, safe=""), quote_plus(data), data.hex(), *_base64_cores(data)}
     forms = sorted((f for f in forms if len(f) >= MIN_SECRET_CHARS), key=len, reverse=True)
     return re.compile("|".join(map(re.escape, forms)), re.I) if forms else None
 

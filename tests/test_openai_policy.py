@@ -539,3 +539,18 @@ def test_a_key_the_endpoint_echoes_in_any_case_or_encoding_is_not_written(tmp_pa
     assert "I saw <redacted>" in written and "bad key <redacted>" in written, "the echo must be stored"
     for form in forms + [base64.b64encode(key.encode()).decode()[:-4]]:
         assert form not in written
+
+
+@pytest.mark.parametrize("reply,tools", [
+    (completion('Thinking \ud800 then {"action_type": "view_alerts"}'), False),
+    (completion('{"action_type": "view_alerts", "parameters": {"note": "\\ud800"}}'), False),
+    (tool_reply("view_alerts", '{"note": "\\ud800"}'), True),
+], ids=["in-text", "escaped-in-json", "tool-call"])
+def test_a_reply_with_a_lone_surrogate_does_not_break_the_calls_after_it(reply, tools):
+    """The reply stays in the conversation; the client sends UTF-8, which has no lone surrogate."""
+    then = tool_reply("view_alerts", "{}") if tools else VIEW
+    with Stub([(200, json.dumps(reply), 0), (200, then, 0)]) as stub:
+        policy = policy_for(stub, max_retries=0, tools=tools)
+        assert policy(OBS, 1, "memory_leak")["action_type"] == "view_alerts"
+        assert policy({**OBS, "steps_taken": 1}, 1, "memory_leak")["action_type"] == "view_alerts"
+    assert len(stub.requests) == 2

@@ -105,11 +105,34 @@ def test_fuzzy_patch_fallback_applies_a_diff_with_stale_context(tmp_path):
     ("--- /dev/null\n+++ b/pathlib.py\n@@ -0,0 +1 @@\n+class Path: pass\n", "shadow"),
     (None, "must be a string"),
     ("--- a/orders/models.py\n+++ b/orders/models.py\n@@ -1 +1 @@\n-x\n+\ud800\n", "not valid text"),
+    ("--- /dev/null\n+++ b/blob.txt\n@@ -0,0 +1 @@\n+" + "x" * patching.DIFF_CHARS + "\n", "characters long"),
 ])
 def test_bad_diffs_are_reported_not_raised(diff, reason):
     result = grade_patch(REPO, TASK, diff)
     assert not result["patch_applied"] and reason in result["apply_error"]
     assert result["resolved"] == "no"
+
+
+def test_the_longest_diff_graded_fits_the_sandbox():
+    """At most 4 bytes a character: a fix beside the widest file a graded diff can add still
+    reaches the probes whole (under the per-file limit, the quota, the runner's memory)."""
+    lines = (patching.DIFF_CHARS - len(_fix()) - 100) // 102
+    wide = f"--- /dev/null\n+++ b/blob.txt\n@@ -0,0 +1,{lines} @@\n" + ("+" + "\U0001F600" * 100 + "\n") * lines
+    assert len(_fix() + wide) <= patching.DIFF_CHARS
+    result = grade_patch(REPO, TASK, _fix() + wide)
+    assert result["resolved"] == "full" and not result["timed_out"]
+
+
+@pytest.mark.parametrize("extra,applies", [(0, True), (1, False)])
+def test_a_patch_that_adds_more_files_than_graded_is_refused(extra, applies):
+    """Each file takes a page of the sandbox's quota: a tree at the bound still grades, one
+    over it is refused with a reason (it ran out of room, a silent no, before)."""
+    adds = patching.TREE_FILES - len(_tree()) + extra
+    many = "".join(f"--- /dev/null\n+++ b/many/d{i // 500}/f{i}.txt\n@@ -0,0 +1 @@\n+a\n" for i in range(adds))
+    result = grade_patch(REPO, TASK, _fix() + many)
+    assert result["patch_applied"] is applies and not result["timed_out"]
+    assert result["resolved"] == ("full" if applies else "no")
+    assert applies or f"at most {patching.TREE_FILES}" in result["apply_error"]
 
 
 def test_changes_to_test_files_are_dropped_and_reported():

@@ -74,3 +74,14 @@ def test_keys_named_in_a_config_or_the_environment_are_known(monkeypatch, tmp_pa
     assert redact({"api_key": ECHOED}) == {"api_key": REDACTED}
     text = f"{ECHOED.upper()} and {'Qm9vYmF6ZXIxMjM0NTY3'.lower()} in {tmp_path}"
     assert scrub_secrets(text) == f"{REDACTED} and {REDACTED} in {tmp_path}"
+
+
+def test_secrets_that_are_not_valid_text_are_scrubbed_not_raised(monkeypatch):
+    """A secret-named variable holding bytes that are not UTF-8 (Python shows them as lone
+    surrogates), or a remembered key with a lone surrogate, must not stop results being written."""
+    raw = b"abc\xffdefghijklmnop0123"
+    monkeypatch.setenv("SRELIB_TEST_API_KEY", raw.decode("utf-8", "surrogateescape"))
+    assert scrub_secrets(f"key={raw.decode('utf-8', 'surrogateescape')}; hex={raw.hex()}") == \
+        f"key={REDACTED}; hex={REDACTED}"
+    remember_secret("tok\ud800-Zx81LmQ0aP9vT4r2")
+    assert scrub_secrets("sent tok\ud800-Zx81LmQ0aP9vT4r2") == f"sent {REDACTED}"

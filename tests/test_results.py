@@ -138,3 +138,18 @@ def test_load_run_accepts_the_episodes_file_itself(tmp_path):
     store.append(_episode(seed=2))
     by_file = load_run(tmp_path / "run" / EPISODES_FILE)
     assert by_file.equals(load_run(tmp_path / "run")) and list(by_file["seed"]) == [1, 2]
+
+
+def test_a_lone_surrogate_in_a_stored_episode_loads_as_printable_text(tmp_path):
+    """JSON escapes a lone surrogate (a policy's own text, a hand-edited file); loaded as is,
+    the run could not be printed or written as UTF-8 (srelib report failed on it)."""
+    episode = _episode(policy="evil\ud800")
+    episode.steps[0]["action"]["parameters"] = {"note": "x\udcff", "\ud800key": 1}
+    store = RunStore(tmp_path)
+    store.append(episode)
+    store.append(_episode(seed=1, policy="plain \U0001F600"))  # a valid pair stays as it is
+    loaded = sorted(load_episodes(tmp_path), key=lambda e: e.seed)
+    assert [e.policy for e in loaded] == ["evil?", "plain \U0001F600"]
+    assert loaded[0].steps[0]["action"]["parameters"] == {"note": "x?", "?key": 1}
+    json.dumps([e.to_dict() for e in loaded], ensure_ascii=False).encode("utf-8")
+    load_run(tmp_path).to_csv(tmp_path / "frame.csv", encoding="utf-8")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import sandbox
+from srelib.env import patching, sandbox
 from srelib.env.patching import grade_diff, grade_patch
 from srelib.env.lookup import load_repo
 from srelib.env.repos import REPO_DATA, unified_diff
@@ -392,9 +392,12 @@ def test_reference_fixes_hidden_tests_and_home_are_unreadable(scratch, level):
     assert seen["read"] == []
 
 
-def test_a_concurrent_grades_scratch_is_out_of_reach(scratch, level):
+@pytest.mark.parametrize("where", sorted({None, patching._memory_folder()}, key=str))
+def test_a_concurrent_grades_scratch_is_out_of_reach(scratch, level, where):
+    """Neither a grade's folder in the temporary folder nor the one where grading applies a
+    patch (``/dev/shm`` when it has room) can be read or written from inside."""
     _escapes_at(level, "neighbour")
-    with tempfile.TemporaryDirectory(prefix="srelib-grade-") as other:
+    with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=where) as other:
         Path(other, "repo.py").write_text("x = 1\n")
         if sandbox.sandbox_uid() is not None:  # as a running grade hands its scratch over
             sandbox._hand_over(Path(other), sandbox.sandbox_uid())

@@ -6,14 +6,20 @@ same runner and sandbox as a patch's hidden tests.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from srelib.env import sandbox, spare
+from srelib.env import probe_run, sandbox, spare
 from srelib.env.probe_run import run_probes
 from srelib.env.sandbox import grading_level
 
@@ -130,6 +136,69 @@ def test_a_forked_child_forgets_the_parents_spare_and_grades_with_its_own():
     _add()
 
 
+def _kill(started) -> None:
+    """End a started sandbox from outside, as ``kill -9`` of its pid would."""
+    os.killpg(started.proc.pid, signal.SIGKILL)
+    started.proc.wait()
+
+
+def test_a_spare_killed_before_it_is_taken_is_not_used():
+    _add()
+    doomed = _wait_for_spare()
+    _kill(doomed)  # as kill -9 of its pid would
+    _add()
+
+
+def test_a_spare_killed_as_it_is_taken_is_replaced_not_graded_empty(monkeypatch):
+    """Killed between take()'s check that it runs and the grading's input: no observations
+    would come back (every test failing), so the grading runs again in a sandbox of its own."""
+    _add()
+    doomed = _wait_for_spare()
+    checked = doomed.alive
+
+    def dies_after_the_check() -> bool:
+        running = checked()
+        _kill(doomed)
+        return running
+
+    monkeypatch.setattr(doomed, "alive", dies_after_the_check)
+    _add()
+    assert doomed.proc.returncode == -signal.SIGKILL
+
+
+def _counted_launches(monkeypatch, kill: bool) -> list:
+    """Every sandbox the probe runner starts (each killed at once when ``kill``), no spare."""
+    monkeypatch.setenv(spare.SPARE_ENV, "0")
+    launched, real = [], probe_run._start_runner
+
+    def start(level, timeout_s):
+        started = real(level, timeout_s)
+        launched.append(started)
+        if kill:
+            _kill(started)
+        return started
+
+    monkeypatch.setattr(probe_run, "_start_runner", start)
+    return launched
+
+
+def test_a_sandbox_that_never_reads_its_input_is_retried_once_within_the_timeout(monkeypatch):
+    launched = _counted_launches(monkeypatch, kill=True)
+    begun = time.monotonic()
+    seen, timed_out = run_probes(CALC, {"test_add.py": ADD}, 3.0, LEVEL, seed=7)
+    assert seen == {} and not timed_out and len(launched) == 2
+    assert time.monotonic() - begun < 3.0
+
+
+def test_a_runner_that_read_its_input_and_died_is_not_retried(monkeypatch):
+    """What the input makes the runner do (here: write a file over the size limit, so the
+    kernel kills it) cannot buy a second run."""
+    launched = _counted_launches(monkeypatch, kill=False)
+    big = b"x" * (sandbox.LIMITS["RLIMIT_FSIZE"] + 1)
+    seen, timed_out = run_probes({**CALC, "blob.bin": big}, {"test_add.py": ADD}, 5.0, LEVEL, seed=7)
+    assert seen == {} and not timed_out and len(launched) == 1
+
+
 def test_a_prepared_sandbox_times_out_from_its_input_not_from_its_start():
     started = sandbox.prepare([sandbox.python(), "-I", "-S", "-c", "import sys; print(sys.stdin.read())"],
                               timeout_s=5)
@@ -147,6 +216,18 @@ def test_a_command_that_never_reads_its_input_cannot_block_the_caller():
     assert result.timed_out and time.monotonic() - begun < 5
 
 
+def test_a_reader_gone_does_not_kill_a_caller_that_restored_sigpipe():
+    """A spare that died, or a command that exits unread: EPIPE, where SIGPIPE's default (which
+    a program may restore) would end the whole grading process."""
+    code = ("import signal, time\nsignal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+            "from srelib.env import sandbox\n"
+            "started = sandbox.prepare([sandbox.python(), '-c', 'pass'], timeout_s=5)\n"
+            "while started.alive():\n    time.sleep(0.01)\n"
+            "print(started.finish(b'x' * (1 << 20), timeout_s=5).returncode)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "0", done
+
+
 def _boxes() -> set[str]:
     return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("srelib-box-")}
 
@@ -160,3 +241,77 @@ def test_a_prepared_sandbox_writes_in_its_own_scratch_and_leaves_nothing_behind(
     result = started.finish(b"", timeout_s=5)
     assert result.returncode == 0 and result.stdout.strip() == b"['f']"
     assert _boxes() == before
+
+
+def _grade_in_worker(level: str, folder: str) -> int:
+    """In a worker process: grade once at ``level`` with temporary folders made in ``folder``;
+    the pid of the spare that grading left for the next."""
+    tempfile.tempdir = folder
+    seen, _ = run_probes(CALC, {"test_add.py": ADD}, 10, level, seed=7)
+    assert seen["test_add.py::test_add"].value[2] == sum(seen["test_add.py::test_add"].value[:2])
+    return _wait_for_spare().proc.pid
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("level", sandbox.available_levels())
+def test_a_multiprocessing_worker_that_graded_leaves_no_process_or_folder(level):
+    """Its workers exit without atexit: the spare it keeps is ended all the same."""
+    folder = tempfile.mkdtemp(prefix="srelib-test-worker-")
+    os.chmod(folder, 0o755)  # reachable by the sandbox uid
+    try:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+            pid = pool.submit(_grade_in_worker, level, folder).result()
+        deadline = time.monotonic() + 5
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(pid) and os.listdir(folder) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.skipif("unshare" not in sandbox.available_levels(), reason="no unshare level here")
+def test_a_grader_killed_outright_leaves_no_unshare_root_behind():
+    """The folder the unshare level builds its root on is removed from inside once pivoted,
+    not by the grader, which a SIGKILL stops before any cleanup."""
+    folder = tempfile.mkdtemp(prefix="srelib-test-killed-")
+    try:
+        pid = os.fork()
+        if pid == 0:
+            tempfile.tempdir = folder
+            sandbox.prepare([sandbox.python(), "-I", "-S", "-c", "import sys; sys.stdin.read()"],
+                            timeout_s=5, level="unshare")
+            os.kill(os.getpid(), signal.SIGKILL)
+        os.waitpid(pid, 0)
+        deadline = time.monotonic() + 5
+        while os.listdir(folder) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.listdir(folder) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("level", sandbox.available_levels())
+def test_a_process_that_exits_while_a_spare_is_being_started_leaves_no_folder(level):
+    """The spare being started at exit (its folder made, not yet handed over) is waited for
+    and ended."""
+    folder = tempfile.mkdtemp(prefix="srelib-test-exit-")
+    os.chmod(folder, 0o755)  # reachable by the sandbox uid
+    code = ("import time\nfrom srelib.env import sandbox, spare\n"
+            "def launch():\n"
+            f"    started = sandbox.prepare([sandbox.python(), '-c', 'input()'], timeout_s=5, level={level!r})\n"
+            "    time.sleep(0.5)  # still being started when the process exits\n"
+            "    return started\n"
+            "spare.take('key', launch).discard()\n")
+    try:
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
+                       env={**os.environ, "TMPDIR": folder, spare.SPARE_ENV: "1"})
+        assert os.listdir(folder) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

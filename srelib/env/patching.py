@@ -4,7 +4,8 @@
 repository, runs the hidden tests' probes in one sandboxed subprocess, judges their
 observations in this process and reports the outcome:
 
-1. **Normalise** (:func:`normalise_diff`): take the first fenced code block if the text has
+1. **Normalise** (:func:`normalise_diff`): refuse a diff over ``DIFF_CHARS`` characters (what
+   it adds must fit the sandbox); take the first fenced code block if the text has
    one; CRLF to LF; a final newline; ``a/`` ``b/`` prefixes optional; a blank line inside a
    hunk is a context line; hunk line counts are recounted by ``git apply --recount``. Every
    file path must pass :func:`srelib.env.workspace.check_path`. Sections that touch test files
@@ -12,9 +13,9 @@ observations in this process and reports the outcome:
    reported in ``tests_touched``.
 2. **Apply** with ``git apply``; if that fails, with ``patch --fuzz=2`` (dry run first, so a
    failed fallback leaves nothing half-applied). ``patch_applied`` and ``apply_error`` say how
-   it went; an empty or non-applying patch, or one that adds a top-level module shadowing the
-   standard library (the repository root comes first on ``sys.path``), runs no tests and
-   resolves ``"no"``.
+   it went; an empty or non-applying patch, one that adds a top-level module shadowing the
+   standard library (the repository root comes first on ``sys.path``) or one that leaves more
+   than ``TREE_FILES`` files runs no tests and resolves ``"no"``.
 3. **Observe** (:mod:`srelib.env.probe_run`): run the probes (``srelib/env/sandbox_runner.py``)
    with ``python -I -S -B`` in a fresh sandbox (:func:`srelib.env.sandbox.prepare`, started
    ahead by :mod:`srelib.env.spare`): at best bubblewrap namespaces (no network, no view
@@ -126,6 +127,11 @@ def _sections(text: str) -> list[dict]:
     return sections
 
 
+#: The longest diff graded: what it adds then fits the sandbox's per-file size limit and disk
+#: quota (at most 4 bytes a character), and applying it stays small in /dev/shm.
+DIFF_CHARS = 1 << 21
+#: The most files a patched repository may have: each takes a page or more of the quota.
+TREE_FILES = 2000
 #: Diffs up to this many characters keep their normalised form (a policy proposes the same
 #: diff again and again; its memo key is the normalised text).
 _NORMALISED_TEXT = 20_000
@@ -136,6 +142,8 @@ def normalise_diff(text: object) -> tuple[str, list[str], str | None]:
     if not isinstance(text, str):
         return "", [], f"diff must be a string, got {type(text).__name__}"
     text = str.__str__(text)
+    if len(text) > DIFF_CHARS:
+        return "", [], f"diff is {len(text)} characters long; at most {DIFF_CHARS} are graded"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -214,6 +222,15 @@ def _shadowing(repo_dir: Path, tree: Mapping[str, str]) -> str | None:
         module = name[:-3] if name.endswith(".py") else name
         if module in sys.stdlib_module_names:
             return f"the patch adds {name}, which would shadow the standard library's {module}"
+    return None
+
+
+def _crowded(repo_dir: Path) -> str | None:
+    """Why the patched tree cannot be graded: more than ``TREE_FILES`` files, which the
+    sandbox's quota (a page or more each) would not hold."""
+    count = sum(len(names) for _, _, names in os.walk(repo_dir))
+    if count > TREE_FILES:
+        return f"the patched repository has {count} files; at most {TREE_FILES} are graded"
     return None
 
 
@@ -311,7 +328,8 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
         with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=_memory_folder()) as tmp:
             root = Path(tmp)
             _write_tree(root / "repo", dict(repo.tree))
-            result["apply_error"] = _apply(root / "repo", clean) or _shadowing(root / "repo", repo.tree)
+            result["apply_error"] = (_apply(root / "repo", clean) or _shadowing(root / "repo", repo.tree)
+                                     or _crowded(root / "repo"))
             if result["apply_error"] is None:
                 result["patch_applied"] = True
                 result["site_unchanged"] = site_unchanged(

@@ -2,8 +2,10 @@
 patch grading (:mod:`srelib.env.patching` describes the whole, and what a probe may do).
 
 The repository's files and the probes travel to the runner (``sandbox_runner.py``) on stdin,
-with a nonce; observations come back on its stdout, each line tagged with that nonce. The
-sandbox is a spare one started ahead (:mod:`srelib.env.spare`), used once: it waits with the
+with a nonce; observations come back on its stdout, each line tagged with that nonce, the first
+saying it has read its input. The sandbox is a spare one started ahead (:mod:`srelib.env.spare`),
+used once (one that ended before it read its input, killed from outside, is replaced once by
+one started then, within the same timeout): it waits with the
 runner's own imports done, and imports the standard modules the repository needs once it has
 its input, before it starts a child per probe file. (Importing a guess of them ahead, such as
 the modules recent runs needed, cost more CPU than it saved time when tasks alternate.)
@@ -16,6 +18,7 @@ import functools
 import json
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Mapping
 
@@ -26,6 +29,7 @@ from srelib.env.sandbox_proc import Started
 from srelib.env.verdicts import Observation, collect
 
 PER_TEST_S = 5.0
+RECEIVED = json.dumps({"received": True})  # the runner's first record: it has read its input
 _RUNNER = Path(__file__).with_name("sandbox_runner.py")
 
 
@@ -40,9 +44,16 @@ def run_probes(files: Mapping[str, str | bytes], tests: dict[str, str], timeout_
     config = {"files": {path: _latin1(text) for path, text in files.items()}, "probes": tests,
               "expected": {name: sorted(_probe_ids(name, source)) for name, source in tests.items()},
               "preload": preload, "limits": {}, "uid": None, "per_test_s": PER_TEST_S, "seed": seed}
-    started = spare.take((level, timeout_s), functools.partial(_start_runner, level, timeout_s))
-    run = started.finish((nonce + "\n" + json.dumps(config) + "\n").encode(), timeout_s)
-    return _observations(run.stdout.decode(errors="replace"), nonce), run.timed_out
+    payload = (nonce + "\n" + json.dumps(config) + "\n").encode()
+    deadline = time.monotonic() + timeout_s
+    launch = functools.partial(_start_runner, level, timeout_s)
+    run = spare.take((level, timeout_s), launch).finish(payload, timeout_s)
+    if not run.timed_out and RECEIVED not in _channel(run.stdout, nonce):
+        # It ended before it read its input (a spare killed from outside before or as it was
+        # taken): no patched code ran, so once more, in a sandbox started now, in the time left
+        # once it has started.
+        run = launch().finish(payload, max(0.0, deadline - time.monotonic()))
+    return collect(_channel(run.stdout, nonce)), run.timed_out
 
 
 def _start_runner(level: str, timeout_s: float) -> Started:
@@ -95,7 +106,7 @@ def _imports(source: str) -> set[str]:
     return {n for n in names if n.split(".", 1)[0] in sys.stdlib_module_names}
 
 
-def _observations(raw: str, nonce: str) -> dict[str, Observation]:
-    """The observations on the runner's channel: lines tagged with ``nonce``, decoded as plain JSON."""
-    tagged = (line.partition(" ") for line in raw.splitlines())
-    return collect([payload for tag, _, payload in tagged if tag == nonce])
+def _channel(raw: bytes, nonce: str) -> list[str]:
+    """The payloads of the runner's channel: its lines tagged with ``nonce``."""
+    tagged = (line.partition(" ") for line in raw.decode(errors="replace").splitlines())
+    return [payload for tag, _, payload in tagged if tag == nonce]

@@ -264,8 +264,9 @@ def _root_script(scratch: Path, readable: list[Path], quota_bytes: int, new_root
     """Shell that builds a tmpfs root on ``new_root`` (read-only ``/usr``, the interpreter's
     prefix and ``readable``; a few devices; a fresh ``/proc``; ``/tmp`` a tmpfs of
     ``TMP_QUOTA``; a tmpfs of ``quota_bytes`` at ``scratch``, holding a copy of the caller's
-    ``scratch`` when ``copy_in``), pivots into it, drops the machine's tree and execs ``"$@"``
-    in ``scratch``."""
+    ``scratch`` when ``copy_in``), pivots into it, removes ``new_root`` from the machine (nothing
+    is left behind however the caller ends), drops the machine's tree and execs ``"$@"`` in
+    ``scratch``."""
     q, root = shlex.quote, str(new_root)
     lines = [f"mount -t tmpfs -o size=1m,mode=0755 none {q(root)}"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -291,7 +292,8 @@ def _root_script(scratch: Path, readable: list[Path], quota_bytes: int, new_root
               f"mkdir -p {box}", f"mount -t tmpfs -o size={int(quota_bytes)},nosuid,nodev none {box}",
               *([f"cp -a {q(str(scratch))}/. {box}/"] if copy_in else []),
               f"cd {q(root)}", f"{_tool('pivot_root')} . .old",
-              "cd /", "umount -l /.old", "rmdir /.old", "mount -o remount,ro,bind /",
+              "cd /", f"rmdir /.old{q(root)} || :",  # new_root, no longer a mount point
+              "umount -l /.old", "rmdir /.old", "mount -o remount,ro,bind /",
               f"cd {q(str(scratch))}", "unset OLDPWD", 'exec "$@"']
     return "\n".join(lines)  # each line a simple command, so that sh -e stops at any failure
 

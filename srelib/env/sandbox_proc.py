@@ -79,27 +79,33 @@ class Started:
             self._end()
 
     def _end(self) -> None:
-        contained = self._init is not None  # every process it started is in that namespace
-        if contained:
-            _end_namespace(self._init)
-            self._init = None
-        _end_group(self.proc, wait=not contained)
+        init, self._init = self._init, None
+        if init is not None:  # every process it started is in that namespace
+            _end_namespace(init)
+        _end_group(self.proc, wait=init is None)
         with contextlib.suppress(OSError):
-            self.proc.stdin.close()
+            self.proc.stdin.close()  # pyright: ignore[reportOptionalMemberAccess] - stdin=PIPE
 
 
 def _feed(pipe, data: bytes, deadline: float) -> None:
     """Write ``data`` to ``pipe`` and close it, giving up at ``deadline`` or when the reader
-    has gone (a command need not read its input)."""
+    has gone (a command need not read its input). SIGPIPE is held back in this thread while it
+    writes: where a program restored its default, a reader gone would kill the caller."""
     fd, view = pipe.fileno(), memoryview(data)
     os.set_blocking(fd, False)
-    with contextlib.suppress(BrokenPipeError):
-        while view:
-            if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
-                return
-            with contextlib.suppress(BlockingIOError):
-                view = view[os.write(fd, view):]
-        pipe.close()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        with contextlib.suppress(BrokenPipeError):
+            while view:
+                if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
+                    return
+                with contextlib.suppress(BlockingIOError):
+                    view = view[os.write(fd, view):]
+            pipe.close()
+    finally:
+        if signal.SIGPIPE not in mask:
+            signal.sigtimedwait({signal.SIGPIPE}, 0)  # drop the one a gone reader raised, if any
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> bool:

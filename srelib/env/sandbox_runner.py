@@ -7,9 +7,9 @@ bytes as latin-1 text}; ``probes``: {file name: source}; ``expected``: {file nam
 ids its probes report]}; ``preload``: standard modules the repository imports; ``limits``,
 ``uid``, ``per_test_s``, ``seed``), so no hidden test lies on disk where the code under test
 could find it. Then, before any probe or patched code runs, it keeps a private copy of stdout
-as the result channel, points fd 1 and 2 at /dev/null, imports ``preload``, writes the
-repository under its working folder, applies the resource limits and drops to ``uid`` unless
-it is null.
+as the result channel, reports ``{"received": true}`` on it (the grader's sign that it read
+its input), points fd 1 and 2 at /dev/null, imports ``preload``, writes the repository under
+its working folder, applies the resource limits and drops to ``uid`` unless it is null.
 
 The patched code never runs in this process. Each probe file runs in a forked child that first
 points the result channel's descriptor at /dev/null, then installs an audit hook that refuses
@@ -261,6 +261,7 @@ def main():
     channel = os.dup(1)
     emit = _make_emitter(channel, nonce)
     del nonce
+    emit({"received": True})  # before any patched code runs: the grader's sign it got its input
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)

@@ -9,15 +9,17 @@ it, so isolation is what a sandbox started on demand gives. A spare that does no
 level or timeout) is ended and one is started on demand instead.
 
 ``SRELIB_SPARE_SANDBOX=0`` turns it off (every grading starts its own sandbox, as before);
-a process that forks forgets its parent's spare in the child.
+a process that forks forgets its parent's spare in the child. The spare is ended when the
+process exits, multiprocessing's workers (which skip ``atexit``) included.
 """
 
 from __future__ import annotations
 
 import atexit
+import multiprocessing.util
 import os
 import threading
-from typing import Callable, Hashable
+from typing import Callable, Hashable, cast
 
 from srelib.env.sandbox_proc import Started
 
@@ -30,7 +32,9 @@ _spare: tuple[Hashable, Started] | None = None
 _wanted: tuple[Hashable, Launch] | None = None
 _starting: Hashable | None = None  # the key of the spare being started, if one is
 _starter: threading.Thread | None = None
+_closed = False  # the process is exiting: no spare is kept any more
 WAIT_S = 1.0  # how long a grading waits for a spare being started before starting its own
+CLOSE_WAIT_S = 5.0  # how long an exiting process waits for a spare being started, to end it
 
 
 def enabled() -> bool:
@@ -43,7 +47,7 @@ def take(key: Hashable, launch: Launch) -> Started:
     (waiting up to ``WAIT_S`` for one being started), else ``launch()`` now. Then a spare for
     ``key`` is started in the background for the next call."""
     global _spare, _wanted
-    if not enabled():
+    if not enabled() or _closed:
         return launch()
     with _lock:
         _lock.wait_for(lambda: _spare is not None or _starting != key, timeout=WAIT_S)
@@ -63,6 +67,7 @@ def _ensure_starter() -> None:
     if _starter is None or not _starter.is_alive():
         _starter = threading.Thread(target=_start_spares, name="srelib-spare-sandbox", daemon=True)
         _starter.start()
+        multiprocessing.util.Finalize(None, _close, exitpriority=0)  # a worker's exit, as atexit
 
 
 def _start_spares() -> None:
@@ -72,7 +77,7 @@ def _start_spares() -> None:
     while True:
         with _lock:
             _lock.wait_for(lambda: _wanted is not None)
-            (key, launch), _wanted = _wanted, None
+            (key, launch), _wanted = cast("tuple[Hashable, Launch]", _wanted), None  # set: waited
             old, _spare, _starting = _spare, None, key
         if old is not None:
             old[1].discard()
@@ -80,7 +85,7 @@ def _start_spares() -> None:
             started = (key, launch())
         except Exception:  # noqa: BLE001 - a grading starts its own sandbox and reports why
             started = None
-        with _lock:
+        with _lock:  # at exit, _close() waits for this and ends it
             old, _spare, _starting = _spare, started, None
             _lock.notify_all()
         if old is not None:
@@ -96,11 +101,21 @@ def discard() -> None:
         spare[1].discard()
 
 
+def _close() -> None:
+    """At exit: end the spare, and the one being started once it is (up to ``CLOSE_WAIT_S``)."""
+    global _closed, _wanted
+    with _lock:
+        _closed, _wanted = True, None
+        _lock.wait_for(lambda: _starting is None, timeout=CLOSE_WAIT_S)
+    discard()
+
+
 def _forget_in_child() -> None:
     """After a fork, in the child: the parent's spare and starter thread are not ours."""
-    global _lock, _spare, _wanted, _starting, _starter
+    global _lock, _spare, _wanted, _starting, _starter, _closed
     _lock, _spare, _wanted, _starting, _starter = threading.Condition(), None, None, None, None
+    _closed = False
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
-atexit.register(discard)
+atexit.register(_close)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import time
 import warnings
@@ -25,9 +26,12 @@ from typing import Any, Iterable, Iterator, TypedDict
 
 from srelib.env.actions import PARSE_ERROR
 from srelib.env.grading import WEIGHTS
+from srelib.env.json_copy import valid_text
 from srelib.env.types import ScoreBreakdown
 from srelib.results.localisation import LOCALISATION_COLUMNS, PARTIAL_REPAIR, partial_repair
 from srelib.redact import scrub_secrets
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # JSON's escape of a surrogate
 
 try:
     import fcntl
@@ -175,7 +179,10 @@ class Episode:
 
     @classmethod
     def from_json(cls, text: str) -> "Episode":
-        return cls.from_dict(json.loads(text))
+        """The episode a line of ``episodes.jsonl`` holds; a lone surrogate its JSON escapes
+        (a hand-edited file, a policy's own text) reads as ``?``, so what is loaded prints."""
+        data = json.loads(text)
+        return cls.from_dict(valid_text(data) if _SURROGATE_ESCAPE.search(text) else data)
 
     def row(self) -> dict[str, Any]:
         """The episode as one flat row of the results frame (see :data:`COLUMNS`); the task is

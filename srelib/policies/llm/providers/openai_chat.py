@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from srelib.env.json_copy import valid_text
 from srelib.policies.llm.chat import ChatPolicyBase
 from srelib.policies.llm.providers import provider
 from srelib.redact import remember_secret, scrub_secrets
@@ -270,7 +271,7 @@ def wire_messages(messages: list[dict], tools: bool) -> list[dict]:
                          if tools else {"role": "user", "content": message["content"]})
         else:
             wired.append(message)
-    return wired
+    return valid_text(wired)  # a reply's escaped lone surrogate, kept, would fail every later call
 
 
 def _decode(body: bytes) -> dict:
