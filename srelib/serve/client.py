@@ -3,8 +3,8 @@ nothing between the socket and the message.
 
 OpenEnv's ``EnvClient`` (:class:`~srelib.serve.remote.SreClient`) runs each message through
 its asyncio connection (locks, a timeout task, a keep-alive pinger) and each reply through
-the pydantic observation model; for a step of a few hundred microseconds that doubled a
-served episode's cost. Here a reply is parsed once, into the dict the server sent:
+the pydantic observation model. Here a reply is parsed once, into the dict the server sent
+(``bench/bench_serve.py``: half the client CPU per episode of ``EnvClient``):
 
 * :class:`Wire`: the protocol without I/O (``websockets``' sans-I/O client: the handshake,
   masked frames, fragments, pings answered, a close seen);
@@ -36,6 +36,17 @@ from srelib.serve.wire import NoEpisodeError, SessionClosedError, dumps, orjson
 #: The largest reply accepted, as OpenEnv's client allows (an observation is a few kB).
 MAX_MESSAGE_BYTES = 100 * 2**20
 _READ = 1 << 16
+
+
+def loop_factory():
+    """What makes the event loop to run many :class:`AsyncLink` sessions on: uvloop's when
+    installed (the serve extra installs it; uvicorn's server runs on it too), else asyncio's.
+    ``asyncio.Runner(loop_factory=loop_factory())`` on Python 3.11+."""
+    try:
+        import uvloop
+    except ModuleNotFoundError:
+        return asyncio.new_event_loop
+    return uvloop.new_event_loop
 
 
 def ws_url(url: str) -> str:
@@ -195,8 +206,7 @@ class AsyncLink(asyncio.Protocol):
         return link
 
     def connection_made(self, transport) -> None:
-        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.transport = transport
+        self.transport = transport  # asyncio and uvloop set TCP_NODELAY themselves
 
     def data_received(self, data: bytes) -> None:
         self._feed(data)
@@ -257,5 +267,8 @@ class AsyncLink(asyncio.Protocol):
     async def close(self) -> None:
         """Say ``close`` (the server frees the session) and drop the connection."""
         if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(self.wire.request({"type": "close"}))
+            try:
+                self.transport.write(self.wire.request({"type": "close"}))
+            except ConnectionError:  # the server closed first
+                pass
             self.transport.close()

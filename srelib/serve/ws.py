@@ -17,7 +17,8 @@ message, straight over ASGI:
 
 A connection that attaches to an existing HTTP session (``/ws?session_id=...``) is left to
 OpenEnv's endpoint; :class:`~srelib.serve.guard.Guard` has checked its frames and its token
-before either sees them.
+before either sees them. :func:`websocket_protocol` is the uvicorn protocol the server runs
+WebSockets on.
 """
 
 from __future__ import annotations
