@@ -6,9 +6,9 @@ The server is OpenEnv's own (``openenv.core.env_server.HTTPEnvServer``, the serv
 its cap on concurrent sessions and its idle-session reaper. srelib adds:
 
 * :mod:`srelib.serve.ws`: ``/ws`` connections that open a session of their own are served by
-  srelib, message for message as OpenEnv serves them but without a pydantic round trip per
-  reply (a step costs about what it costs in process);
-
+  srelib, message for message as OpenEnv serves them but with each reply built from the
+  environment's dict (about 5 us a reply with orjson, against 57 us for the pydantic round
+  trip);
 * typed Action / Observation / State models generated from the action vocabulary
   (``srelib.env.actions``) and the observation contract;
 * HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
