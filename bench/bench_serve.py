@@ -2,7 +2,8 @@
 
 * Throughput: the scripted heuristic-revert policy plays a fixed mix of episodes (every task,
   pools A/B/C/D, several seeds) in process, then through a ``srelib serve`` process with 1, 4
-  and 16 concurrent sessions (OpenEnv's ``EnvClient``, one per session, on one asyncio loop).
+  and 16 concurrent sessions, one client per session on one asyncio loop: srelib's
+  ``AsyncRemoteEnv`` (``--client openenv``: OpenEnv's ``EnvClient``).
   Each level also reports the CPU milliseconds an episode cost the server process and the
   client process against the in-process episode's: on a loaded machine, where rates swing with
   the scheduler, that split still says where the time goes.
@@ -51,23 +52,41 @@ def episode_mix(seeds: int) -> list[tuple[str, str, int]]:
             for seed in range(seeds)]
 
 
-def in_process_scores(mix) -> tuple[dict, float, float]:
+def in_process_scores(mix, seconds: float) -> tuple[dict, float, float]:
     """Each episode's final score in process, and the in-process episodes/s and CPU ms per
-    episode of a second pass (the first warms the patch-grading memo, as the server's warm-up
-    pass does there)."""
+    episode over passes of the mix for at least ``seconds`` after a first pass (which warms the
+    patch-grading memo, as the server's warm-up pass does there)."""
     import srelib
 
     env, scores = srelib.IncidentEnv(), {}
-    for timed in (False, True):
-        start, cpu = time.perf_counter(), time.process_time()
+    for task, pool, seed in mix:
+        scores[task, pool, seed] = srelib.run_episode(env, policy(), task=task, pool=pool,
+                                                      seed=seed).final
+    played, start, cpu = 0, time.perf_counter(), time.process_time()
+    while not played or time.perf_counter() - start < seconds:
         for task, pool, seed in mix:
-            episode = srelib.run_episode(env, policy(), task=task, pool=pool, seed=seed)
-            scores[task, pool, seed] = episode.final
+            srelib.run_episode(env, policy(), task=task, pool=pool, seed=seed)
+        played += len(mix)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return scores, len(mix) / wall, 1000 * cpu / len(mix)
+    return scores, played / wall, 1000 * cpu / played
 
 
-async def _play(client, job) -> float | None:
+async def _play(env, job) -> float | None:
+    """One episode on an ``AsyncRemoteEnv``, as ``run_episode`` plays one; its final score."""
+    from srelib.runners.rollout import reset_policy
+
+    task, pool, seed = job
+    agent = policy()
+    obs, info = await env.reset(task=task, pool=pool, seed=seed)
+    reset_policy(agent, seed, task)
+    while not obs["done"]:
+        obs, _reward, _terminated, _truncated, info = await env.step(
+            agent(obs, obs["current_phase"], task))
+    return (info.get("score") or {}).get("final")
+
+
+async def _play_envclient(client, job) -> float | None:
+    """The same episode on OpenEnv's ``EnvClient`` (``SreClient``), its typed results."""
     from srelib.runners.rollout import reset_policy
     from srelib.serve.wire import SreAction, observation_dict
 
@@ -82,24 +101,32 @@ async def _play(client, job) -> float | None:
     return (result.observation.info.get("score") or {}).get("final")
 
 
+#: The clients a session can play through: srelib's own (``AsyncRemoteEnv``, the default) or
+#: OpenEnv's ``EnvClient``.
+CLIENTS = ("srelib", "openenv")
+
+
 def drive(url: str, sessions: int, seconds: float, jobs, expected: dict,
-          on_tick=None) -> dict:
+          on_tick=None, client: str = "srelib") -> dict:
     """``sessions`` clients play episodes from the iterator ``jobs`` for ``seconds`` (or until
     it runs out); episodes in flight at the deadline finish. Counts started, finished, errors
     and wrong scores."""
-    from srelib.serve.remote import SreClient
+    from srelib.serve.client import loop_factory
+    from srelib.serve.remote import AsyncRemoteEnv, SreClient
 
     counts = {"started": 0, "finished": 0, "errors": 0, "wrong_scores": 0}
+    connect, play = ((lambda: AsyncRemoteEnv(url), _play) if client == "srelib"
+                     else (lambda: SreClient(base_url=url), _play_envclient))
 
     async def session(deadline: float):
-        async with SreClient(base_url=url) as client:
+        async with connect() as env:
             while time.perf_counter() < deadline:
                 job = next(jobs, None)
                 if job is None:
                     return
                 counts["started"] += 1
                 try:
-                    final = await _play(client, job)
+                    final = await play(env, job)
                 except Exception as exc:  # noqa: BLE001 - counted and reported, the soak goes on
                     counts["errors"] += 1
                     print(f"episode {job} failed: {exc}", file=sys.stderr)
@@ -117,7 +144,11 @@ def drive(url: str, sessions: int, seconds: float, jobs, expected: dict,
         await asyncio.gather(ticker(deadline), *(session(deadline) for _ in range(sessions)))
 
     start, cpu = time.perf_counter(), time.process_time()
-    asyncio.run(all_sessions())
+    loop = loop_factory()()
+    try:
+        loop.run_until_complete(all_sessions())
+    finally:
+        loop.close()
     counts["wall_s"] = time.perf_counter() - start
     counts["client_cpu_s"] = time.process_time() - cpu
     counts["eps"] = counts["finished"] / counts["wall_s"]
@@ -208,13 +239,15 @@ TARGETS = {1: 0.5, 4: None, 16: 0.7}
 
 
 def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_eps,
-                    local_cpu_ms) -> list:
+                    local_cpu_ms, client: str = "srelib") -> list:
     rows = [Row("serve", "in-process episodes/s", round(local_eps, 2), "ep/s",
-                note=f"{len(mix)} episodes, one process, {local_cpu_ms:.2f} CPU ms/episode")]
-    drive(server.url, 16, 600.0, iter(mix), expected)  # warm-up: one pass, not timed
+                note=f"a mix of {len(mix)} episodes, one process, {local_cpu_ms:.2f} CPU "
+                     "ms/episode")]
+    drive(server.url, 16, 600.0, iter(mix), expected, client=client)  # warm-up, not timed
     for sessions in LEVELS:
         server_cpu = server.cpu_s()
-        counts = drive(server.url, sessions, seconds, itertools.cycle(mix), expected)
+        counts = drive(server.url, sessions, seconds, itertools.cycle(mix), expected,
+                       client=client)
         server_ms = 1000 * (server.cpu_s() - server_cpu) / max(1, counts["finished"])
         client_ms = 1000 * counts["client_cpu_s"] / max(1, counts["finished"])
         ok = counts["errors"] == 0 and counts["wrong_scores"] == 0
@@ -223,7 +256,8 @@ def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_
                         round(counts["eps"], 2), "ep/s",
                         f">= {share:g}x in-process" if share else "",
                         met=(ok and ratio >= share) if share else (None if ok else False),
-                        note=f"{counts['finished']} episodes in {counts['wall_s']:.1f}s, "
+                        note=f"{client} client, {counts['finished']} episodes in "
+                             f"{counts['wall_s']:.1f}s, "
                              f"x{ratio:.2f} in-process; CPU ms/episode: server "
                              f"{server_ms:.2f}, client {client_ms:.2f}"))
     return rows
@@ -233,7 +267,7 @@ def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_
 IDLE = ("<method 'poll' of 'select.epoll' objects>", "<method 'select' of 'select.poll' objects>")
 
 
-def profile_server(seconds: float, mix, expected, top: int) -> str:
+def profile_server(seconds: float, mix, expected, top: int, client: str = "srelib") -> str:
     """The served path's profile: ``srelib serve`` under cProfile while 16 sessions play."""
     import pstats
     import signal
@@ -243,9 +277,10 @@ def profile_server(seconds: float, mix, expected, top: int) -> str:
         out = str(Path(tmp) / "serve.prof")
         server = ServerProcess(max_sessions=max(LEVELS), profile_to=out)
         try:
-            drive(server.url, 16, 600.0, iter(mix), expected)  # warm-up, not profiled
+            drive(server.url, 16, 600.0, iter(mix), expected, client=client)  # not profiled
             server.proc.send_signal(signal.SIGUSR1)
-            counts = drive(server.url, 16, seconds, itertools.cycle(mix), expected)
+            counts = drive(server.url, 16, seconds, itertools.cycle(mix), expected,
+                           client=client)
         finally:
             server.close(signal.SIGINT)
         stats = pstats.Stats(out)
@@ -325,17 +360,21 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument("--seeds", type=int, default=3, help="seeds per task of the mix")
     parser.add_argument("--sweep-seeds", type=int, default=10,
                         help="seeds per task of the evaluate comparison")
+    parser.add_argument("--client", choices=CLIENTS, default="srelib",
+                        help="the sessions' client: srelib's AsyncRemoteEnv or OpenEnv's "
+                             "EnvClient")
     parser.add_argument("--profile", type=int, metavar="TOP",
                         help="instead, cProfile the server and print its TOP functions")
     args = parser.parse_args(argv)
     mix = episode_mix(args.seeds)
-    expected, local_eps, local_cpu_ms = in_process_scores(mix)
+    expected, local_eps, local_cpu_ms = in_process_scores(mix, args.seconds)
     if args.profile:
-        print(profile_server(args.seconds, mix, expected, args.profile))
+        print(profile_server(args.seconds, mix, expected, args.profile, args.client))
         return []
     server = ServerProcess(max_sessions=max(LEVELS))
     try:
-        rows = throughput_rows(server, args.seconds, mix, expected, local_eps, local_cpu_ms)
+        rows = throughput_rows(server, args.seconds, mix, expected, local_eps, local_cpu_ms,
+                               args.client)
         rows += soak_rows(server, args.soak_seconds, mix, expected)
     finally:
         server.close()

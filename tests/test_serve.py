@@ -109,6 +109,75 @@ def test_sixteen_envclient_sessions_match_in_process(url):
     wait_for(lambda: active_sessions(url) == 0, 10, "closed clients free their sessions")
 
 
+def test_sixteen_async_remote_envs_match_in_process(url):
+    """srelib's own client (srelib.serve.client), 16 sessions on one event loop."""
+    from srelib.serve.remote import AsyncRemoteEnv
+
+    async def episode(task, pool, seed):
+        async with AsyncRemoteEnv(url) as env:
+            agent = policy()
+            obs, info = await env.reset(task=task, pool=pool, seed=seed)
+            reset_policy(agent, seed, task)
+            seen = [(obs, None, info)]
+            while not obs["done"]:
+                obs, reward, _term, _trunc, info = await env.step(
+                    agent(obs, obs["current_phase"], task))
+                seen.append((obs, reward, info))
+            assert (await env.trajectory())[-1]["step"] == len(seen) - 1
+            return seen
+
+    async def sixteen():
+        return await asyncio.gather(*(episode(*e) for e in EPISODES))
+
+    for (task, pool, seed), remote in zip(EPISODES, asyncio.run(sixteen())):
+        assert remote == in_process(task, pool, seed), (task, pool, seed)
+    wait_for(lambda: active_sessions(url) == 0, 10, "closed clients free their sessions")
+
+
+def _typed(value):
+    """``value`` with every leaf paired with its type: 1 and 1.0 differ."""
+    if isinstance(value, dict):
+        return {key: _typed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return type(value).__name__, value
+
+
+@pytest.mark.parametrize("encoder", ["orjson", "json"])
+def test_the_websocket_reply_is_openenvs_serialization_of_the_typed_observation(encoder,
+                                                                                monkeypatch):
+    """srelib's /ws builds replies from the environment's dict (srelib.serve.ws); they carry
+    the keys, values and JSON types OpenEnv's serialize_observation of the pydantic model gives,
+    for every step of episodes of every pool, an invalid action and a parse error included;
+    with orjson and without it."""
+    from openenv.core.env_server import serialize_observation
+    from openenv.core.env_server.types import WSObservationResponse
+
+    from srelib.serve import wire
+    from srelib.serve.server import _observation
+    from srelib.serve.wire import observation_message
+
+    if encoder == "json":
+        monkeypatch.setattr(wire, "orjson", None)
+
+    checked = 0
+    for task, pool, seed in EPISODES[::3]:
+        env, agent = srelib.IncidentEnv(), policy()
+        obs, info = env.reset(task=task, pool=pool, seed=seed)
+        reset_policy(agent, seed, task)
+        outcomes = [(obs, None, False, False, info),
+                    env.step({"action_type": "no_such_action"}), env.step("not an action")]
+        while not outcomes[-1][0]["done"]:
+            obs = outcomes[-1][0]
+            outcomes.append(env.step(agent(obs, obs["current_phase"], task)))
+        for outcome in outcomes:
+            typed = WSObservationResponse(data=serialize_observation(_observation(*outcome)))
+            assert _typed(json.loads(observation_message(*outcome))) == \
+                _typed(json.loads(typed.model_dump_json())), (task, outcome[0]["steps_taken"])
+            checked += 1
+    assert checked > 40
+
+
 # ---- point 3: RemoteEnv in srelib's runners
 
 
@@ -565,11 +634,10 @@ def test_by_default_one_client_holds_a_quarter_of_the_sessions():
 def test_the_guard_forgets_hosts_whose_websockets_closed():
     from srelib.serve.guard import Clients, Guard
 
-    async def app(scope, receive, send):
-        host = scope["client"][0]
-        assert guard.clients.sockets[host] == 1
+    async def play(receive, send):  # one host connected at a time
+        assert list(guard.clients.sockets.values()) == [1]
         await receive()  # the client is gone: its slot is free before the session is torn down
-        assert host not in guard.clients.sockets
+        assert not guard.clients.sockets
 
     async def nothing():
         return {"type": "websocket.disconnect"}
@@ -582,7 +650,7 @@ def test_the_guard_forgets_hosts_whose_websockets_closed():
             scope = {"type": "websocket", "path": "/ws", "client": (f"10.0.{k // 250}.{k % 250}", 1)}
             await guard(scope, nothing, ignore)
 
-    guard = Guard(app, Clients(2), live=lambda session: False)
+    guard = Guard(None, Clients(2), live=lambda session: False, play=play)
     asyncio.run(connect_all())
     assert not guard.clients.sockets
 

@@ -1,6 +1,6 @@
 """What stands between ``srelib serve`` and a bad client: an ASGI middleware over OpenEnv's app.
 
-* Every WebSocket frame on ``/ws`` is checked before OpenEnv sees it: a binary frame, text over
+* Every WebSocket frame on ``/ws`` is checked before the session sees it: a binary frame, text over
   :data:`MAX_MESSAGE_CHARS`, JSON that does not parse (nested past :data:`MAX_DEPTH`, an integer
   past Python's digit limit), anything but an object, or a ``type`` other than
   :data:`WS_TYPES` (an MCP request included) gets an error reply in OpenEnv's form and the
@@ -47,29 +47,30 @@ def _depth(text: str) -> int:
     return deepest
 
 
-def frame_problem(message: Mapping) -> tuple[str, str] | None:
-    """``(code, message)`` of what is wrong with a ``websocket.receive`` event, or None."""
+def read_frame(message: Mapping) -> tuple[dict | None, tuple[str, str] | None]:
+    """A ``websocket.receive`` event's JSON object, or ``(code, message)`` of what is wrong
+    with it: ``(data, None)`` or ``(None, problem)``."""
     text = message.get("text")
     if text is None:
-        return "INVALID_JSON", "binary frames are not accepted: send a JSON object as text"
+        return None, ("INVALID_JSON", "binary frames are not accepted: send a JSON object as text")
     if len(text) > MAX_MESSAGE_CHARS:
-        return "INVALID_JSON", f"a message may hold at most {MAX_MESSAGE_CHARS} characters"
+        return None, ("INVALID_JSON", f"a message may hold at most {MAX_MESSAGE_CHARS} characters")
     # nesting needs an opening bracket per level: few brackets in all (C-speed counts) is
     # shallow enough without the character-by-character walk
     if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
-        return "INVALID_JSON", f"JSON nested deeper than {MAX_DEPTH} levels"
+        return None, ("INVALID_JSON", f"JSON nested deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:  # ValueError: also integers past the digit limit
-        return "INVALID_JSON", f"Invalid JSON: {str(exc)[:200]}"
+        return None, ("INVALID_JSON", f"Invalid JSON: {str(exc)[:200]}")
     if not isinstance(data, dict):
-        return "INVALID_JSON", f"a message must be a JSON object, got {type(data).__name__}"
+        return None, ("INVALID_JSON", f"a message must be a JSON object, got {type(data).__name__}")
     kind = data.get("type")
     if "jsonrpc" in data and kind is None:
-        return "UNKNOWN_TYPE", "MCP (JSON-RPC) requests go to /mcp, not /ws"
+        return None, ("UNKNOWN_TYPE", "MCP (JSON-RPC) requests go to /mcp, not /ws")
     if kind not in WS_TYPES:
-        return "UNKNOWN_TYPE", f"Unknown message type {str(kind)[:50]!r}; valid: {list(WS_TYPES)}"
-    return None
+        return None, ("UNKNOWN_TYPE", f"Unknown message type {str(kind)[:50]!r}; valid: {list(WS_TYPES)}")
+    return data, None
 
 
 def _error(code: str, message: str) -> dict:
@@ -110,10 +111,13 @@ def client_host(scope) -> str:
 
 
 class Guard:
-    """The middleware (module doc) over ``clients``; ``live(session_id)``: is it still open?"""
+    """The middleware (module doc) over ``clients``; ``live(session_id)``: is it still open?
+    ``play(receive, send)`` serves a WebSocket that opens a session of its own
+    (:func:`srelib.serve.ws.play_socket`); one attaching to an HTTP session goes to OpenEnv's
+    ``/ws``."""
 
-    def __init__(self, app, clients: Clients, live: Callable[[str], bool]):
-        self.app, self.clients, self.live = app, clients, live
+    def __init__(self, app, clients: Clients, live: Callable[[str], bool], play: Callable):
+        self.app, self.clients, self.live, self.play = app, clients, live, play
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "websocket" and scope["path"] == "/ws":
@@ -145,18 +149,27 @@ class Guard:
                 if self.clients.sockets[host] <= 0:  # hosts come and go: keep only those connected
                     del self.clients.sockets[host]
 
-        async def checked_receive():
+        async def next_frame():
+            """The next event let through, with its frame's JSON object (None for an event
+            that is not a frame); a refused frame is answered here and never passed on."""
             while True:
                 message = await receive()
                 if message["type"] == "websocket.disconnect":
                     release()
-                problem = message["type"] == "websocket.receive" and frame_problem(message)
-                if not problem:
-                    return message
+                if message["type"] != "websocket.receive":
+                    return None, message
+                data, problem = read_frame(message)
+                if problem is None:
+                    return data, message
                 await send(_error(*problem))
+
+        async def checked_receive():
+            return (await next_frame())[1]
 
         self.clients.sockets[host] += 1
         try:
+            if session is None:  # a session of its own: srelib's /ws (srelib.serve.ws)
+                return await self.play(next_frame, send)
             return await self.app(scope, checked_receive, send)
         finally:
             release()

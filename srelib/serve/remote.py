@@ -1,9 +1,11 @@
 """Clients of ``srelib serve``: OpenEnv's ``EnvClient`` for srelib, and :class:`RemoteEnv`.
 
 :class:`SreClient` is an ``openenv`` ``EnvClient`` (async; ``.sync()`` for blocking code) that
-speaks the typed models of :mod:`srelib.serve.server`. :class:`RemoteEnv` wraps it in
-``IncidentEnv``'s own ``reset``/``step`` contract, so ``run_episode``, ``evaluate(env=...)``
-and the widgets run against a server unchanged::
+speaks the typed models of :mod:`srelib.serve.server`. :class:`RemoteEnv` offers
+``IncidentEnv``'s own ``reset``/``step`` contract over the same protocol, so ``run_episode``,
+``evaluate(env=...)`` and the widgets run against a server unchanged; :class:`AsyncRemoteEnv`
+is its ``async`` twin, for many sessions on one event loop (a trainer's rollouts). Both speak
+through :mod:`srelib.serve.client`, at a fraction of ``EnvClient``'s cost per step::
 
     env = srelib.RemoteEnv("http://127.0.0.1:8000")
     episode = srelib.run_episode(env, policy, task="memory_leak", pool="C", seed=7)
@@ -11,7 +13,6 @@ and the widgets run against a server unchanged::
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import srelib.serve.wire  # noqa: F401,I001 - first, so a missing OpenEnv names the serve extra
@@ -20,10 +21,9 @@ from openenv.core.env_client import EnvClient
 from pydantic import ValidationError
 
 from srelib.env.actions import PARSE_ERROR
-from srelib.serve.wire import (ACTION_KEYS, NoEpisodeError, SessionClosedError, SreAction,
-                               SreObservation, SreState, observation_dict)
-
-_SERVER_ERROR = re.compile(r"Server error: (?P<message>.*) \(code: (?P<code>\w+)\)\s*$", re.S)
+from srelib.serve.client import AsyncLink, BlockingLink
+from srelib.serve.wire import (ACTION_KEYS, SessionClosedError, SreAction, SreObservation,
+                               SreState, observation_dict)
 
 
 # SreObservation is a class that create_model builds from srelib.env.types.Observation, which
@@ -45,7 +45,52 @@ class SreClient(EnvClient[SreAction, SreObservation, SreState]):  # pyright: ign
         return SreState(**payload)
 
 
-class RemoteEnv:
+class _Messages:
+    """What :class:`RemoteEnv` and :class:`AsyncRemoteEnv` share: the messages they send and
+    what they make of the replies."""
+
+    url: str
+    _info: dict
+
+    def _check_url(self, url: str) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://", "ws://",
+                                                           "wss://")):
+            raise ValueError(f"url must be an http(s):// or ws(s):// address, got {url!r}")
+        self.url, self._info = url.rstrip("/"), {}
+
+    def __repr__(self) -> str:
+        episode = f", task={self._info.get('task')}, seed={self._info.get('seed')}" \
+            if self._info else ""
+        return f"{type(self).__name__}({self.url!r}{episode})"
+
+    @property
+    def scenario(self):
+        from srelib.env.lookup import get_scenario
+
+        return get_scenario(self._info["task"]) if self._info.get("task") else None
+
+    @staticmethod
+    def _reset_message(task, pool, mode, seed) -> dict:
+        return {"type": "reset", "data": {"task": task, "pool": pool, "mode": mode, "seed": seed}}
+
+    @staticmethod
+    def _step_message(action) -> dict:
+        typed = _typed_action(action)
+        return {"type": "step", "data": typed.model_dump(exclude_unset=True, exclude={"metadata"})}
+
+    def _reset_result(self, data: dict) -> tuple[dict, dict]:
+        fields = data["observation"]
+        self._info = dict(fields["info"])
+        return observation_dict(fields, data["done"]), dict(fields["info"])
+
+    def _step_result(self, data: dict) -> tuple[dict, float, bool, bool, dict]:
+        obs, info = self._reset_result(data)
+        fields = data["observation"]
+        return (obs, float(data.get("reward") or 0.0), bool(fields["terminated"]),
+                bool(fields["truncated"]), info)
+
+
+class RemoteEnv(_Messages):
     """An incident environment served by ``srelib serve`` at ``url``, with ``IncidentEnv``'s
     contract: ``reset(...) -> (obs, info)``, ``step(action) -> (obs, reward, terminated,
     truncated, info)``, ``trajectory`` and ``scenario``.
@@ -59,57 +104,42 @@ class RemoteEnv:
 
     def __init__(self, url: str, *, message_timeout: float = 120.0,
                  connect_timeout: float = 10.0):
-        if not isinstance(url, str) or not url.startswith(("http://", "https://", "ws://",
-                                                           "wss://")):
-            raise ValueError(f"url must be an http(s):// or ws(s):// address, got {url!r}")
-        self.url = url.rstrip("/")
+        self._check_url(url)
         self._message_timeout, self._connect_timeout = message_timeout, connect_timeout
-        self._client = None
-        self._info: dict = {}
+        self._link: BlockingLink | None = None
         self._trajectory: list[dict] | None = []
-
-    def __repr__(self) -> str:
-        episode = f", task={self._info.get('task')}, seed={self._info.get('seed')}" \
-            if self._info else ""
-        return f"RemoteEnv({self.url!r}{episode})"
 
     # ---- the IncidentEnv contract
 
     def reset(self, task: str | None = None, pool: str | None = None, mode: str | None = None,
               seed: int | None = None) -> tuple[dict, dict]:
         """Start an episode on the server; bad task, pool, mode or seed raise ValueError."""
-        options = {"task": task, "pool": pool, "mode": mode, "seed": seed}
+        message = self._reset_message(task, pool, mode, seed)
         try:
-            result = self._call(lambda c: c.reset(**options))
+            data = self._ask(message)
         except SessionClosedError:  # the server closed an idle session: open a fresh one
-            result = self._call(lambda c: c.reset(**options))
-        return self._unpack(result)
+            data = self._ask(message)
+        self._trajectory = None
+        return self._reset_result(data)
 
     def step(self, action) -> tuple[dict, float, bool, bool, dict]:
         """Apply one action on the server. Agent input never raises."""
-        result = self._call(lambda c: c.step(_typed_action(action)))
-        obs, info = self._unpack(result)
-        observation = result.observation
-        return (obs, float(result.reward or 0.0), bool(observation.terminated),
-                bool(observation.truncated), info)
+        data = self._ask(self._step_message(action))
+        self._trajectory = None
+        return self._step_result(data)
 
     @property
     def trajectory(self) -> list[dict]:
         """The episode's step records (fetched from the server when they changed)."""
-        trajectory = self._trajectory
-        if trajectory is None:
-            trajectory = self._trajectory = self._call(lambda c: c.state()).trajectory
-        return trajectory
-
-    @property
-    def scenario(self):
-        from srelib.env.lookup import get_scenario
-
-        return get_scenario(self._info["task"]) if self._info.get("task") else None
+        if self._trajectory is None:
+            self._trajectory = self._ask({"type": "state"}).get("trajectory") or []
+        return self._trajectory
 
     def close(self) -> None:
         """Close the server session (the server frees it)."""
-        self._drop_client()
+        link, self._link = self._link, None
+        if link is not None:
+            link.close()
 
     def __enter__(self) -> "RemoteEnv":
         return self
@@ -117,31 +147,66 @@ class RemoteEnv:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # ---- internals
-
-    def _call(self, operation):
-        if self._client is None:
-            self._client = SreClient(base_url=self.url, connect_timeout_s=self._connect_timeout,
-                                     message_timeout_s=self._message_timeout).sync()
-            self._client.connect()
+    def _ask(self, message: dict) -> dict:
+        if self._link is None:
+            self._link = BlockingLink(self.url, connect_timeout=self._connect_timeout,
+                                      message_timeout=self._message_timeout)
         try:
-            return operation(self._client)
-        except RuntimeError as exc:
-            error = _server_error(exc)
-            if isinstance(error, (ConnectionError, SessionClosedError)):
-                self._drop_client()  # the server has no session for this client any more
-            raise error from exc
+            return self._link.ask(message)
+        except (OSError, SessionClosedError):  # OSError: ConnectionError, TimeoutError too
+            self.close()  # the server has no session for this client any more, or a reply
+            raise         # is late: the next message goes on a fresh connection
 
-    def _unpack(self, result: StepResult) -> tuple[dict, dict]:
-        observation = result.observation
-        self._info, self._trajectory = dict(observation.info), None
-        fields = observation.model_dump(exclude={"reward", "done"})
-        return observation_dict(fields, result.done), dict(observation.info)
 
-    def _drop_client(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
+class AsyncRemoteEnv(_Messages):
+    """:class:`RemoteEnv` for asyncio: ``await env.reset(...)``, ``await env.step(action)``,
+    ``await env.close()`` (or ``async with``); many on one event loop share it, one server
+    session each."""
+
+    def __init__(self, url: str, *, message_timeout: float = 120.0,
+                 connect_timeout: float = 10.0):
+        self._check_url(url)
+        self._message_timeout, self._connect_timeout = message_timeout, connect_timeout
+        self._link: AsyncLink | None = None
+
+    async def reset(self, task: str | None = None, pool: str | None = None,
+                    mode: str | None = None, seed: int | None = None) -> tuple[dict, dict]:
+        """As :meth:`RemoteEnv.reset`."""
+        message = self._reset_message(task, pool, mode, seed)
+        try:
+            data = await self._ask(message)
+        except SessionClosedError:
+            data = await self._ask(message)
+        return self._reset_result(data)
+
+    async def step(self, action) -> tuple[dict, float, bool, bool, dict]:
+        """As :meth:`RemoteEnv.step`."""
+        return self._step_result(await self._ask(self._step_message(action)))
+
+    async def trajectory(self) -> list[dict]:
+        """The episode's step records, from the server."""
+        return (await self._ask({"type": "state"})).get("trajectory") or []
+
+    async def close(self) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            await link.close()
+
+    async def __aenter__(self) -> "AsyncRemoteEnv":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def _ask(self, message: dict) -> dict:
+        if self._link is None:
+            self._link = await AsyncLink.connect(self.url, connect_timeout=self._connect_timeout,
+                                                 message_timeout=self._message_timeout)
+        try:
+            return await self._link.ask(message)
+        except (OSError, SessionClosedError):
+            await self.close()
+            raise
 
 
 def _typed_action(action: Any) -> SreAction:
@@ -159,20 +224,3 @@ def _typed_action(action: Any) -> SreAction:
         reason = (f"an action must be a dict with keys action_type, target_service and "
                   f"parameters, or text, got {type(action).__name__}")
     return SreAction(action_type=PARSE_ERROR, parameters={"reason": reason})
-
-
-def _server_error(exc: RuntimeError) -> Exception:
-    """The exception the in-process environment raises for what the server reported."""
-    found = _SERVER_ERROR.match(str(exc))
-    if found is None:
-        return exc
-    message, code = found["message"], found["code"]
-    if code == "EXECUTION_ERROR":
-        if message.startswith("no episode in this session"):
-            return NoEpisodeError("call reset() before step()")
-        if message.startswith("this session was closed"):
-            return SessionClosedError(message)
-        return ValueError(message)
-    if code == "CAPACITY_REACHED":
-        return ConnectionError(f"the server is full: {message}")
-    return RuntimeError(f"{message} ({code})")

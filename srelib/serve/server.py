@@ -5,6 +5,10 @@ The server is OpenEnv's own (``openenv.core.env_server.HTTPEnvServer``, the serv
 ``close`` messages, one environment per connection), ``/health``, ``/schema``, ``/metadata``,
 its cap on concurrent sessions and its idle-session reaper. srelib adds:
 
+* :mod:`srelib.serve.ws`: ``/ws`` connections that open a session of their own are served by
+  srelib, message for message as OpenEnv serves them but with each reply built from the
+  environment's dict (about 5 us a reply with orjson, against 57 us for the pydantic round
+  trip);
 * typed Action / Observation / State models generated from the action vocabulary
   (``srelib.env.actions``) and the observation contract;
 * HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
@@ -27,6 +31,7 @@ Nothing is shared between sessions: each owns an :class:`~srelib.env.core.Incide
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 import threading
 import uuid
@@ -50,6 +55,7 @@ from srelib.serve.mcp import McpLifecycle
 from srelib.serve.sessions import Sessions
 from srelib.serve.wire import (NoEpisodeError, SessionClosedError, SreAction, SreObservation,
                                SreState)
+from srelib.serve.ws import play_socket, websocket_protocol
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
@@ -91,6 +97,41 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
               task: Optional[str] = None, pool: Optional[str] = None,
               mode: Optional[str] = None, **options: Any) -> SreObservation:
         """Start an episode; unknown options and unknown task/pool/mode raise ValueError."""
+        return _observation(*self._reset(seed=seed, episode_id=episode_id, task=task, pool=pool,
+                                         mode=mode, **options))
+
+    def step(self, action: SreAction, timeout_s: Optional[float] = None,
+             **options: Any) -> SreObservation:
+        return _observation(*self._step(action))
+
+    async def reset_async(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+                          **options: Any) -> SreObservation:
+        """:meth:`reset` on a worker thread (a task's first reset may build its repository)."""
+        return _observation(*await self.reset_outcome(seed=seed, episode_id=episode_id,
+                                                      **options))
+
+    async def step_async(self, action: SreAction, timeout_s: Optional[float] = None,
+                         **options: Any) -> SreObservation:
+        """:meth:`step` on the event loop, or on a worker thread for :data:`SLOW_ACTIONS`;
+        the session's calls run one at a time in the order they came."""
+        return _observation(*await self.step_outcome(action))
+
+    async def reset_outcome(self, **options: Any) -> tuple:
+        """:meth:`reset_async`'s ``(obs, reward, terminated, truncated, info)`` as
+        ``IncidentEnv`` gave them, before any wire model (:mod:`srelib.serve.ws` sends them)."""
+        async with self._lock():
+            return await asyncio.to_thread(self._reset, **options)
+
+    async def step_outcome(self, action: SreAction) -> tuple:
+        """:meth:`step_async`'s outcome, as :meth:`reset_outcome`'s."""
+        async with self._lock():
+            if action.text is not None or action.action_type in SLOW_ACTIONS:
+                return await asyncio.to_thread(self._step, action)
+            return self._step(action)
+
+    def _reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+               task: Optional[str] = None, pool: Optional[str] = None,
+               mode: Optional[str] = None, **options: Any) -> tuple:
         env = self._open_env()
         if options:
             raise ValueError(f"unknown reset options {sorted(options)}; valid options: "
@@ -99,32 +140,15 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
                                    "mode": mode})  # strict types, whichever route called
         obs, info = env.reset(task=task, pool=pool, mode=mode, seed=seed)
         self._info, self._episode_id = info, episode_id or uuid.uuid4().hex
-        return _observation(obs, None, False, False, info)
+        return obs, None, False, False, info
 
-    def step(self, action: SreAction, timeout_s: Optional[float] = None,
-             **options: Any) -> SreObservation:
+    def _step(self, action: SreAction) -> tuple:
         env = self._open_env()
         if env.scenario is None:
             raise NoEpisodeError("no episode in this session yet: send a reset first")
-        obs, reward, terminated, truncated, info = env.step(action.to_env())
-        self._info = info
-        return _observation(obs, reward, terminated, truncated, info)
-
-    async def reset_async(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
-                          **options: Any) -> SreObservation:
-        """:meth:`reset` on a worker thread (a task's first reset may build its repository)."""
-        async with self._lock():
-            return await asyncio.to_thread(self.reset, seed=seed, episode_id=episode_id,
-                                           **options)
-
-    async def step_async(self, action: SreAction, timeout_s: Optional[float] = None,
-                         **options: Any) -> SreObservation:
-        """:meth:`step` on the event loop, or on a worker thread for :data:`SLOW_ACTIONS`;
-        the session's calls run one at a time in the order they came."""
-        async with self._lock():
-            if action.text is not None or action.action_type in SLOW_ACTIONS:
-                return await asyncio.to_thread(self.step, action, timeout_s, **options)
-            return self.step(action, timeout_s, **options)
+        outcome = env.step(action.to_env())
+        self._info = outcome[-1]
+        return outcome
 
     def _lock(self) -> asyncio.Lock:
         if self._turn is None:
@@ -249,7 +273,8 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     server.register_routes(app, mode="simulation")
     clients, sessions = Clients(max_per_client), Sessions(server)
     _add_sessions(app, server, sessions, idle_timeout, clients)
-    app.add_middleware(Guard, clients=clients, live=sessions.live)
+    app.add_middleware(Guard, clients=clients, live=sessions.live,
+                       play=functools.partial(play_socket, sessions))
     app.add_middleware(McpLifecycle, sessions=sessions, clients=clients)
     app.state.openenv_server = server
     return app
@@ -367,7 +392,8 @@ def _config(host: str, port: int, log_level: str, read_timeout: float, **app_opt
     # no permessage-deflate: an observation is a few kB, and compressing every frame cost the
     # server more CPU than the whole step (bench/bench_serve.py --profile)
     return uvicorn.Config(build_app(**app_options), host=host, port=port, log_level=log_level,
-                          http=timed_http(read_timeout), ws_per_message_deflate=False)
+                          http=timed_http(read_timeout), ws=websocket_protocol(),
+                          ws_per_message_deflate=False)
 
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,

@@ -6,6 +6,7 @@ tools and :class:`~srelib.serve.remote.RemoteEnv` share them.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, List, Literal, Optional
 
 try:
@@ -18,6 +19,11 @@ from pydantic_core import PydanticCustomError
 
 from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
 from srelib.env.types import PHASE2_KEYS, Status
+
+try:  # the serve extra's fast JSON encoder; the standard library's without it
+    import orjson
+except ModuleNotFoundError:  # pragma: no cover - exercised where orjson is not installed
+    orjson = None
 
 #: Keys the environment reads from an action; anything else a policy adds stays client-side.
 ACTION_KEYS = ("action_type", "target_service", "parameters")
@@ -131,6 +137,31 @@ class SreState(State):
     seed: Optional[int] = None
     phase: Optional[int] = None
     trajectory: List[Dict[str, Any]] = Field(default_factory=list)
+
+
+#: The fields of an observation message, as OpenEnv's ``serialize_observation`` sends them:
+#: every :class:`SreObservation` field but ``reward`` and ``done``, which travel beside it.
+MESSAGE_FIELDS = tuple(name for name in SreObservation.model_fields if name not in ("reward", "done"))
+
+
+def dumps(value: Any) -> str:
+    """``value`` as compact JSON text: orjson's (ten times faster) when installed, else the
+    standard library's."""
+    if orjson is not None:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    return json.dumps(value, separators=(",", ":"))
+
+
+def observation_message(obs: dict, reward, terminated: bool, truncated: bool, info: dict) -> str:
+    """OpenEnv's WebSocket reply to a reset or a step (``{"type": "observation", "data":
+    serialize_observation(SreObservation(...))}``) as JSON text, built from what
+    ``IncidentEnv`` returned without a pydantic round trip: the same keys and values (phase-2
+    keys None in phase 1, ``metadata`` empty) for a fraction of the cost."""
+    fields = {name: obs.get(name) for name in MESSAGE_FIELDS}
+    fields.update(metadata={}, terminated=bool(terminated), truncated=bool(truncated), info=info)
+    done = bool(obs.get("done"))
+    return dumps({"type": "observation", "data": {"observation": fields, "reward": reward,
+                                                  "done": done}})
 
 
 def observation_dict(fields: dict, done: bool) -> dict:
