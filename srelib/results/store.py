@@ -178,11 +178,13 @@ class Episode:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "Episode":
-        """The episode a line of ``episodes.jsonl`` holds; a lone surrogate its JSON escapes
-        (a hand-edited file, a policy's own text) reads as ``?``, so what is loaded prints."""
+    def from_json(cls, text: str | bytes) -> "Episode":
+        """The episode a line of ``episodes.jsonl`` (text or its bytes) holds; a lone surrogate
+        its JSON escapes (a hand-edited file, a policy's own text) reads as ``?``, so what is
+        loaded prints."""
         data = json.loads(text)
-        return cls.from_dict(valid_text(data) if _SURROGATE_ESCAPE.search(text) else data)
+        raw = text.decode("latin-1") if isinstance(text, (bytes, bytearray)) else text
+        return cls.from_dict(valid_text(data) if _SURROGATE_ESCAPE.search(raw) else data)
 
     def row(self) -> dict[str, Any]:
         """The episode as one flat row of the results frame (see :data:`COLUMNS`); the task is
