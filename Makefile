@@ -65,7 +65,7 @@ lab: $(STAMP)
 # REFERENCE=/path/holding/incident_env adds the comparison with the reference system.
 REFERENCE ?=
 bench: $(STAMP)
-	$(BIN)/python bench/run_all.py $(if $(REFERENCE),--reference $(REFERENCE)) --results bench/results.md --readme README.md
+	$(BIN)/python bench/run_all.py --settle 60 $(if $(REFERENCE),--reference $(REFERENCE)) --results bench/results.md --readme README.md
 
 clean:
 	rm -rf $(VENV) results runs .pytest_cache

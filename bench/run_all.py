@@ -53,6 +53,14 @@ PROFILES = {
 }
 
 
+def settle(max_s: float) -> None:
+    """Wait, up to ``max_s`` seconds, until the 1-minute load average is no more than the cores:
+    it lags, so the script before this one would otherwise mark this one "under load"."""
+    deadline = time.monotonic() + max_s
+    while os.getloadavg()[0] > (os.cpu_count() or 1) and time.monotonic() < deadline:
+        time.sleep(2)
+
+
 def run_script(script: str, args: list[str]) -> ScriptRun:
     """One benchmark in a fresh interpreter: its command, the load when it started and its
     rows (a failure becomes a failed row)."""
@@ -82,6 +90,8 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument("--reference", metavar="PATH",
                         help="reference checkout for the environment comparison")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--settle", type=float, default=0.0, metavar="S",
+                        help="before each script, wait up to S seconds for the load to settle")
     parser.add_argument("--only", nargs="+", choices=sorted(SCRIPTS), help="run only these")
     parser.add_argument("--results", metavar="PATH",
                         help="write the machine, date, commands and rows as markdown to PATH")
@@ -97,6 +107,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         full, quick = SCRIPTS[script]
         wants_reference = script == "bench_env.py" and args.reference
         extra = ["--reference", args.reference] if wants_reference else []
+        settle(args.settle)
         run = run_script(script, (quick if args.quick else full) + extra)
         print(f"{script}: {run.seconds:.0f}s", file=sys.stderr)
         runs.append(run)
