@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 # Python compiles what the tests import when they import it, not every file of every package.
 TEST_PINS := torch==2.13.0 transformers==5.24.0
 
-.PHONY: setup test test-fast test-gpu-paths test-cpus demo lab bench clean agent outputs
+.PHONY: setup test test-fast test-gpu-paths test-bench test-cpus demo lab bench clean agent outputs
 
 $(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
@@ -34,13 +34,18 @@ agent: $(STAMP)
 
 # the tests run on two processes (pytest-xdist), and so do the notebooks, each one whole on one
 test: $(STAMP) agent
-	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not gpu_path" tests
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not gpu_path and not bench_script" tests
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
 
 # the GPU paths run tiny on the CPU (bench/gpu_gemma.py, bench/gpu_train.py, notebook 07's GPU
 # branch): two minutes of checks for the day a GPU is lent; .ci/run runs them after make test
 test-gpu-paths: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 -m gpu_path tests
+
+# the benchmark scripts of bench/ run end to end at small sizes (a minute): .ci/run runs them
+# after make test, whose ten minutes they do not fit in
+test-bench: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m "bench_script and not gpu_path" tests
 
 # while developing: every test but those marked slow (tests/conftest.py), no notebooks
 test-fast: $(STAMP)

@@ -19,6 +19,8 @@ import bench_env  # noqa: E402
 import bench_grading  # noqa: E402
 from common import SEED_POLICIES, load_seed_policies  # noqa: E402
 
+pytestmark = pytest.mark.bench_script
+
 needs_seed = pytest.mark.skipif(
     not SEED_POLICIES.exists(),
     reason=f"the seed's policy module is not at {SEED_POLICIES} (shared/ sits beside the checkout)")

@@ -440,6 +440,7 @@ def test_cli_serves_on_loopback_only():
         proc.wait(timeout=30)
 
 
+@pytest.mark.bench_script
 def test_serve_bench_runs_end_to_end(tmp_path):
     out = tmp_path / "rows.json"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_serve.py"), "--seconds",
@@ -454,6 +455,7 @@ def test_serve_bench_runs_end_to_end(tmp_path):
     assert rows["evaluate Dask LocalCluster(2) episodes/s"]["met"] is True
 
 
+@pytest.mark.bench_script
 def test_the_bench_server_keeps_serving_when_its_log_outgrows_a_pipe():
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_serve import ServerProcess
