@@ -28,6 +28,9 @@ MARK = "def probe_mark():\n    with open('left_behind.txt', 'w') as out:\n      
 LOOK = "import os\n\ndef probe_look():\n    return os.path.exists('left_behind.txt')\n"
 ADD = "from calc import add\n\ndef probe_add(rng):\n    a, b = rng.randrange(100), rng.randrange(100)\n    return [a, b, add(a, b)]\n"
 CALC = {"calc.py": "def add(a, b):\n    return a + b\n"}
+LOADED = "import sys\n\ndef probe_mods():\n    return sorted(sys.modules)\n"
+OWN = ("import dataclasses, typing\n\n"
+       "def probe_own():\n    return [dataclasses.MINE, typing.MINE]\n")
 
 
 def _wait_for_spare(timeout_s: float = 10.0):
@@ -71,6 +74,25 @@ def test_nothing_a_grading_leaves_behind_reaches_the_next():
     _wait_for_spare()
     looked, _ = run_probes({}, {"test_look.py": LOOK}, 10, LEVEL, seed=1)
     assert looked["test_look.py::test_look"].value is False
+
+
+def test_the_spare_imports_the_common_standard_modules_before_its_grading():
+    assert {"dataclasses", "typing"} <= set(probe_run.common_modules())
+    _add()
+    _wait_for_spare()
+    seen, _ = run_probes({}, {"test_mods.py": LOADED}, 10, LEVEL, seed=1)
+    assert set(seen["test_mods.py::test_mods"].value) >= {"dataclasses", "typing"}
+
+
+def test_a_repository_module_named_like_one_imported_ahead_is_the_repositorys():
+    """A spare imported ``dataclasses`` and ``typing`` before it knew its repository; a
+    repository that has modules of those names imports its own."""
+    own = {"dataclasses.py": "MINE = 'dataclasses'\n", "typing/__init__.py": "MINE = 'typing'\n"}
+    on_demand, _ = run_probes(own, {"test_own.py": OWN}, 10, LEVEL, seed=1)
+    _wait_for_spare()
+    from_spare, _ = run_probes(own, {"test_own.py": OWN}, 10, LEVEL, seed=1)
+    for seen in (on_demand, from_spare):
+        assert seen["test_own.py::test_own"].value == ["dataclasses", "typing"]
 
 
 def test_a_spare_for_another_timeout_is_ended_not_used():
@@ -171,8 +193,8 @@ def _counted_launches(monkeypatch, kill: bool) -> list:
     monkeypatch.setenv(spare.SPARE_ENV, "0")
     launched, real = [], probe_run._start_runner
 
-    def start(level, timeout_s):
-        started = real(level, timeout_s)
+    def start(level, timeout_s, ahead=()):
+        started = real(level, timeout_s, ahead)
         launched.append(started)
         if kill:
             _kill(started)

@@ -1,7 +1,9 @@
 """The hidden-test probe runner that patching.py starts as ``python -I -S -B -c <this source>``.
 
 Standard library only; it never imports srelib. It may be started before its grading is
-known (srelib.env.spare), and waits for its input with its own imports done. It reads two lines
+known (srelib.env.spare), and waits for its input with its own imports done and the standard
+modules named in its arguments imported (those the repository's own top-level modules share a
+name with are dropped once it knows the repository). It reads two lines
 from stdin: a nonce and a JSON config (``files``: {path: the patched repository's file, its
 bytes as latin-1 text}; ``probes``: {file name: source}; ``expected``: {file name: [the test
 ids its probes report]}; ``preload``: standard modules the repository imports; ``limits``,
@@ -255,7 +257,15 @@ def _preload(names):
             pass
 
 
+def _forget_shadowed(files):
+    """Drop the modules imported ahead whose top-level name the repository's own files take."""
+    own = {path.split("/", 1)[0].removesuffix(".py") for path in files}
+    for name in [n for n in sys.modules if n.split(".", 1)[0] in own]:
+        del sys.modules[name]
+
+
 def main():
+    _preload(sys.argv[1:])  # while waiting: the standard modules most repositories import
     nonce = sys.stdin.readline().strip()
     config = json.loads(sys.stdin.readline())
     channel = os.dup(1)
@@ -267,6 +277,7 @@ def main():
     os.dup2(devnull, 2)
     os.close(0)
     os.makedirs("repo", exist_ok=True)
+    _forget_shadowed(config["files"])
     _preload(config.pop("preload"))  # once here, not in each probe file's child
     config["repo"] = _write_repo(config.pop("files"))
     os.environ.update(HOME=config["repo"], TMPDIR=config["repo"])

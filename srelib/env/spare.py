@@ -42,13 +42,15 @@ def enabled() -> bool:
     return os.environ.get(SPARE_ENV, "1").strip() != "0"
 
 
-def take(key: Hashable, launch: Launch) -> Started:
+def take(key: Hashable, launch: Launch, now: Launch | None = None) -> Started:
     """A started sandbox for ``key``: the spare if it was started for ``key`` and still runs
-    (waiting up to ``WAIT_S`` for one being started), else ``launch()`` now. Then a spare for
-    ``key`` is started in the background for the next call."""
+    (waiting up to ``WAIT_S`` for one being started), else one started now by ``now`` (by
+    default ``launch``). Then ``launch`` starts a spare for ``key`` in the background for the
+    next call (it may prepare more than a sandbox started on demand needs)."""
     global _spare, _wanted
+    now = now or launch
     if not enabled() or _closed:
-        return launch()
+        return now()
     with _lock:
         _lock.wait_for(lambda: _spare is not None or _starting != key, timeout=WAIT_S)
         spare, _spare = _spare, None
@@ -59,7 +61,7 @@ def take(key: Hashable, launch: Launch) -> Started:
         return spare[1]
     if spare is not None:
         spare[1].discard()
-    return launch()
+    return now()
 
 
 def _ensure_starter() -> None:
