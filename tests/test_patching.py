@@ -3,7 +3,6 @@ sandboxed subprocess, memoisation, and hostile patches that gain nothing."""
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import time
 import uuid
@@ -135,6 +134,13 @@ def test_a_patch_that_adds_more_files_than_graded_is_refused(extra, applies):
     assert applies or f"at most {patching.TREE_FILES}" in result["apply_error"]
 
 
+def test_a_patch_tool_that_outlasts_its_time_is_an_apply_error_not_a_crash(monkeypatch):
+    monkeypatch.setattr(patching, "APPLY_TIMEOUT_S", 1e-6)
+    result = grade_patch(REPO, TASK, _batch_diff(f"TIMED = {uuid.uuid4().int}\n"))
+    assert result["patch_applied"] is False and result["resolved"] == "no"
+    assert result["apply_error"] == "does not apply: git took over 1e-06 s"
+
+
 def test_changes_to_test_files_are_dropped_and_reported():
     tree = _tree()
     without_tests = {p: t for p, t in tree.items() if not p.startswith("tests/")}
@@ -172,24 +178,6 @@ def test_results_are_memoised_and_copies():
     again = grade_patch(REPO, TASK, diff.replace("\n", "\r\n"))
     assert time.perf_counter() - started < 0.05
     assert again["resolved"] == "full" and again["FAIL_TO_PASS"]
-
-
-def test_speed_of_unique_patches_and_memo_hits(capsys):
-    unique = []
-    for i in range(7):
-        diff = _batch_diff(f"SPEED_PROBE = {uuid.uuid4().int}\n")
-        started = time.perf_counter()
-        grade_patch(REPO, TASK, diff)
-        unique.append(time.perf_counter() - started)
-    hits = []
-    for _ in range(50):
-        started = time.perf_counter()
-        grade_patch(REPO, TASK, _fix())
-        hits.append(time.perf_counter() - started)
-    with capsys.disabled():
-        print(f"\ngrade_patch median: unique {statistics.median(unique) * 1000:.1f} ms, "
-              f"memo hit {statistics.median(hits) * 1000:.3f} ms")
-    assert statistics.median(unique) < 0.5 and statistics.median(hits) < 0.005
 
 
 # ---------------------------------------------------------------- hostile patches

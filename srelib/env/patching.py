@@ -196,21 +196,28 @@ def _write_tree(root: Path, files: dict[str, str]) -> None:
         target.write_text(text, encoding="utf-8")
 
 
+APPLY_TIMEOUT_S = 30.0  # for each of git apply and patch
+
+
 def _apply(repo_dir: Path, diff: str) -> str | None:
     """Apply ``diff`` inside ``repo_dir``; None on success, else why it failed."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CEILING_DIRECTORIES": str(repo_dir.parent),
            "HOME": str(repo_dir.parent), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
-    git = subprocess.run(["git", "apply", "--recount", "--whitespace=nowarn", "-"], cwd=repo_dir,
-                         input=diff.encode(), capture_output=True, env=env, timeout=30)
-    if git.returncode == 0:
-        return None
-    base = ["patch", "-p1", "--batch", "--forward", "--fuzz=2", "--no-backup-if-mismatch",
-            "--reject-file=-", "--quiet"]
-    dry = subprocess.run(base + ["--dry-run"], cwd=repo_dir, input=diff.encode(),
-                         capture_output=True, env=env, timeout=30)
-    if dry.returncode == 0 and subprocess.run(base, cwd=repo_dir, input=diff.encode(),
-                                              capture_output=True, env=env, timeout=30).returncode == 0:
-        return None
+
+    def run(command: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run(command, cwd=repo_dir, input=diff.encode(), capture_output=True,
+                              env=env, timeout=APPLY_TIMEOUT_S)
+
+    try:
+        git = run(["git", "apply", "--recount", "--whitespace=nowarn", "-"])
+        if git.returncode == 0:
+            return None
+        base = ["patch", "-p1", "--batch", "--forward", "--fuzz=2", "--no-backup-if-mismatch",
+                "--reject-file=-", "--quiet"]
+        if run(base + ["--dry-run"]).returncode == 0 and run(base).returncode == 0:
+            return None
+    except subprocess.TimeoutExpired as exc:
+        return f"does not apply: {exc.cmd[0]} took over {APPLY_TIMEOUT_S:g} s"
     reason = (git.stderr or git.stdout).decode(errors="replace").strip().splitlines()
     return "does not apply: " + (reason[0] if reason else "git apply failed")[:300]
 
@@ -222,15 +229,6 @@ def _shadowing(repo_dir: Path, tree: Mapping[str, str]) -> str | None:
         module = name[:-3] if name.endswith(".py") else name
         if module in sys.stdlib_module_names:
             return f"the patch adds {name}, which would shadow the standard library's {module}"
-    return None
-
-
-def _crowded(repo_dir: Path) -> str | None:
-    """Why the patched tree cannot be graded: more than ``TREE_FILES`` files, which the
-    sandbox's quota (a page or more each) would not hold."""
-    count = sum(len(names) for _, _, names in os.walk(repo_dir))
-    if count > TREE_FILES:
-        return f"the patched repository has {count} files; at most {TREE_FILES} are graded"
     return None
 
 
@@ -277,12 +275,6 @@ def grade_patch(repo_name: str, task: str, diff: object,
                       site=site_units(task))
 
 
-def _read_tree(root: Path, paths: set[str]) -> dict[str, str]:
-    """The text of each of ``paths`` under ``root`` (a missing file reads as empty)."""
-    return {p: (root / p).read_text(encoding="utf-8", errors="replace") if (root / p).is_file() else ""
-            for p in paths}
-
-
 @functools.lru_cache(maxsize=1)
 def _memory_folder() -> str | None:
     """``/dev/shm`` when it is a writable folder with room to spare (a patch is applied there,
@@ -295,15 +287,24 @@ def _memory_folder() -> str | None:
     return "/dev/shm" if roomy and os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
 
-def _tree_bytes(root: Path) -> dict[str, bytes]:
-    """Every regular file under ``root``: ``{relative path: bytes}`` (symlinks are not followed)."""
-    files = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = Path(folder, name)
-            if path.is_file() and not path.is_symlink():
-                files[path.relative_to(root).as_posix()] = path.read_bytes()
-    return files
+def _applied_files(root: Path) -> dict[str, bytes] | str:
+    """Every regular file under ``root`` (symlinks are not followed), ``{relative path:
+    bytes}``, read in one walk; or why the tree cannot be graded: more than ``TREE_FILES``
+    files, which the sandbox's quota (a page or more each) would not hold."""
+    paths = [Path(folder, name) for folder, _, names in os.walk(root) for name in names]
+    if len(paths) > TREE_FILES:
+        return f"the patched repository has {len(paths)} files; at most {TREE_FILES} are graded"
+    return {path.relative_to(root).as_posix(): path.read_bytes() for path in paths
+            if path.is_file() and not path.is_symlink()}
+
+
+def _patched_files(repo: Repo, diff: str) -> dict[str, bytes] | str:
+    """The files of ``repo`` with the normalised ``diff`` applied, in a temporary copy; or why
+    it cannot be graded (it does not apply, shadows a standard module, or is too large)."""
+    with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=_memory_folder()) as tmp:
+        tree = Path(tmp, "repo")
+        _write_tree(tree, dict(repo.tree))
+        return _apply(tree, diff) or _shadowing(tree, repo.tree) or _applied_files(tree)
 
 
 def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: object,
@@ -324,25 +325,21 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
               "PASS_TO_PASS": dict.fromkeys(p2p_ids, False), "resolved": "no",
               "site_unchanged": False, "timed_out": False, "isolation": level, "verified": verified,
               "fail_to_pass_rate": None, "pass_to_pass_rate": None}
-    if error is None:
-        with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=_memory_folder()) as tmp:
-            root = Path(tmp)
-            _write_tree(root / "repo", dict(repo.tree))
-            result["apply_error"] = (_apply(root / "repo", clean) or _shadowing(root / "repo", repo.tree)
-                                     or _crowded(root / "repo"))
-            if result["apply_error"] is None:
-                result["patch_applied"] = True
-                result["site_unchanged"] = site_unchanged(
-                    site, dict(repo.tree), _read_tree(root / "repo", {p for p, _ in site}))
-                seed = draw_seed()
-                seen, result["timed_out"] = run_probes(
-                    _tree_bytes(root / "repo"), _task_tests(repo, f2p_ids + p2p_ids), timeout_s,
-                    level, seed, preload_of(repo_name))
-                result["FAIL_TO_PASS"] = verdicts(repo, f2p_ids, seen, seed)
-                if result["site_unchanged"]:
-                    result["FAIL_TO_PASS"] = dict.fromkeys(f2p_ids, False)
-                result["PASS_TO_PASS"] = verdicts(repo, p2p_ids, seen, seed)
-                result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
+    files = _patched_files(repo, clean) if error is None else error
+    if isinstance(files, str):
+        result["apply_error"] = files
+    else:
+        result["patch_applied"] = True
+        result["site_unchanged"] = site_unchanged(site, dict(repo.tree), {
+            path: files.get(path, b"").decode("utf-8", "replace") for path, _ in site})
+        seed = draw_seed()
+        seen, result["timed_out"] = run_probes(files, _task_tests(repo, f2p_ids + p2p_ids),
+                                               timeout_s, level, seed, preload_of(repo_name))
+        result["FAIL_TO_PASS"] = verdicts(repo, f2p_ids, seen, seed)
+        if result["site_unchanged"]:
+            result["FAIL_TO_PASS"] = dict.fromkeys(f2p_ids, False)
+        result["PASS_TO_PASS"] = verdicts(repo, p2p_ids, seen, seed)
+        result["resolved"] = resolution(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
     measured = rates(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
     result["fail_to_pass_rate"] = measured["fail_to_pass_rate"]
     result["pass_to_pass_rate"] = measured["pass_to_pass_rate"]
