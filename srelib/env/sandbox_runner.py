@@ -257,15 +257,18 @@ def _preload(names):
             pass
 
 
-def _forget_shadowed(files):
-    """Drop the modules imported ahead whose top-level name the repository's own files take."""
+def _forget_shadowed(ahead, files):
+    """Drop the modules imported ahead (names in ``ahead``) whose top-level name the
+    repository's own files take: it imports its own, as in a runner started for it."""
     own = {path.split("/", 1)[0].removesuffix(".py") for path in files}
-    for name in [n for n in sys.modules if n.split(".", 1)[0] in own]:
-        del sys.modules[name]
+    for name in [n for n in ahead if n.split(".", 1)[0] in own]:
+        sys.modules.pop(name, None)
 
 
 def main():
+    before = set(sys.modules)
     _preload(sys.argv[1:])  # while waiting: the standard modules most repositories import
+    ahead = set(sys.modules) - before
     nonce = sys.stdin.readline().strip()
     config = json.loads(sys.stdin.readline())
     channel = os.dup(1)
@@ -277,7 +280,7 @@ def main():
     os.dup2(devnull, 2)
     os.close(0)
     os.makedirs("repo", exist_ok=True)
-    _forget_shadowed(config["files"])
+    _forget_shadowed(ahead, config["files"])
     _preload(config.pop("preload"))  # once here, not in each probe file's child
     config["repo"] = _write_repo(config.pop("files"))
     os.environ.update(HOME=config["repo"], TMPDIR=config["repo"])
