@@ -44,6 +44,7 @@ from srelib.env.actions import ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.bug_site import BugFunction, bug_site
 from srelib.env.patching import observe
+from srelib.env.py_parse import parse as parse_python
 from srelib.env.lookup import get_scenario, load_repo
 from srelib.env.repos import unified_diff
 from srelib.env.site_guard import site_units
@@ -243,7 +244,7 @@ def recorded_observations(task: str, seed: int = RECORDING_SEED) -> list[dict]:
 
 def _touch(text: str, function: BugFunction) -> str:
     """``text`` with a statement that changes nothing put first in ``function``'s body."""
-    tree = ast.parse(text)
+    tree = parse_python(text)
     node = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and n.lineno == function.first_line)
     first = node.body[0]

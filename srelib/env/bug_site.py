@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .memo import byte_lru
 from .lookup import get_scenario, load_repo
 from .task_ids import resolve
+from .py_parse import parse as parse_python
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def _functions(path: str, text: str) -> list[BugFunction]:
                 visit(child, name + ".")
 
     try:
-        visit(ast.parse(text), "")
+        visit(parse_python(text), "")
     except SyntaxError:
         return []
     return found

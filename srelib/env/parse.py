@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from srelib.env.actions import ACTION_NAMES, ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
+from srelib.env.py_parse import parse as parse_python
 
 _TYPE_KEYS = ("action_type", "action", "type", "name", "tool")
 _PARAM_KEYS = ("parameters", "params", "arguments", "args")
@@ -229,7 +230,7 @@ def _load(span: str, budget: _Budget) -> object:
     if not budget.take_literal(len(span)):
         return None
     try:
-        tree = ast.parse(cleaned, mode="eval")
+        tree = parse_python(cleaned, mode="eval")
         return ast.literal_eval(_LiteralNames().visit(tree))
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         return None

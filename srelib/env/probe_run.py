@@ -28,6 +28,7 @@ from srelib.env.lookup import list_repos, load_repo
 from srelib.env.sandbox import prepare, python
 from srelib.env.sandbox_proc import Started
 from srelib.env.verdicts import Observation, collect
+from srelib.env.py_parse import parse as parse_python
 
 PER_TEST_S = 5.0
 RECEIVED = json.dumps({"received": True})  # the runner's first record: it has read its input
@@ -90,7 +91,7 @@ def _latin1(text: str | bytes) -> str:
 def _probe_ids(name: str, source: str) -> frozenset[str]:
     """The test ids of the probes ``source`` defines at its top level (none if it does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return frozenset()
     return frozenset(f"{name}::test_{node.name[len('probe_'):]}" for node in tree.body
@@ -112,7 +113,7 @@ def preload_of(repo_name: str) -> tuple[str, ...]:
 def _imports(source: str) -> set[str]:
     """Standard modules ``source`` imports by absolute name (none if it does not parse)."""
     try:
-        nodes = list(ast.walk(ast.parse(source)))
+        nodes = list(ast.walk(parse_python(source)))
     except (SyntaxError, ValueError):
         return set()
     names = [alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names]

@@ -17,6 +17,7 @@ from .patching import grade_diff, run_tests
 from .lookup import load_repo
 from .repos import Repo, unified_diff
 from .scenarios import FOLDERS, ScenarioFolder, read_folder
+from .py_parse import parse as parse_python
 
 
 def check_folder(path: Path | str) -> list[str]:
@@ -66,7 +67,7 @@ def _functions(source: str | None, prefix: str) -> set[str]:
     if source is None:
         return set()
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:
         return set()
     return {node.name[len(prefix):] for node in tree.body

@@ -29,6 +29,7 @@ import copy
 from .bug_site import bug_site
 from .memo import byte_lru
 from .lookup import get_scenario, load_repo
+from .py_parse import parse as parse_python
 
 MODULE = "<module>"  # the unit name of a file's module-level code
 TEXT = "<text>"  # the unit name of a file that is not Python (its lines, as a set)
@@ -155,7 +156,7 @@ def _units(text: str, path: str) -> dict[str, list[str]] | None:
     if not path.endswith(".py"):
         return {TEXT: _lines(text)}
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return None
     found: dict[str, list[str]] = {}
