@@ -152,6 +152,18 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def loads(text: bytes | str) -> Any:
+    """JSON text's value: orjson's parser when installed (four times faster), the standard
+    library's for what orjson refuses (integers past 64 bits, NaN, lone surrogates) and for the
+    error of text that is not JSON, so the value and the error are the standard library's."""
+    if orjson is not None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
 def observation_message(obs: dict, reward, terminated: bool, truncated: bool, info: dict) -> str:
     """OpenEnv's WebSocket reply to a reset or a step (``{"type": "observation", "data":
     serialize_observation(SreObservation(...))}``) as JSON text, built from what
