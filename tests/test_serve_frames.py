@@ -132,3 +132,38 @@ def test_steps_answered_on_the_fast_path_get_the_replies_of_the_asgi_path(monkey
     # every step of the first session but the text action (a worker thread's), and only those
     texts = [m if isinstance(m, str) else json.dumps(m) for m in MESSAGES]
     assert answered == [t for t in texts if t.startswith('{"type": "step"') and ":orders" not in t]
+
+
+def _actions():
+    """Dict actions of every shape: known keys with values of any JSON type or none, extras."""
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                          | st.tuples(inner) | st.dictionaries(st.text(max_size=4) | st.integers(),
+                                                               inner, max_size=3), max_leaves=8)
+    names = st.none() | st.sampled_from(["view_alerts", "query_logs", "orders"]) | values
+    return st.dictionaries(st.sampled_from(["action_type", "target_service", "parameters",
+                                            "reasoning", "text"]), names | values, max_size=4)
+
+
+def test_a_plain_action_is_sent_as_the_typed_action_would_send_it():
+    from hypothesis import HealthCheck, given, settings
+
+    from srelib.serve.remote import _plain_fields, _typed_action
+    from srelib.serve.wire import dumps
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(action=_actions())
+    def same(action):
+        fields = _plain_fields(action)
+        typed = _typed_action(action).model_dump(exclude_unset=True, exclude={"metadata"})
+        if fields is not None:
+            assert dumps(fields) == dumps(typed), action
+
+    same()
+    assert _plain_fields({"action_type": "query_logs", "target_service": "orders",
+                          "parameters": {"lines": 5, "grep": ["a", {"b": None}]}}) is not None
+    for action in [{"action_type": 5}, {"parameters": {1: 2}}, {"parameters": {"a": (1,)}},
+                   {"parameters": []}, "query_logs:orders", ["view_alerts"]]:
+        assert _plain_fields(action) is None, action
