@@ -1,5 +1,6 @@
-"""srelib's own reading and writing of WebSocket text frames (``srelib.serve.frames``) against
-``websockets``' parser, and the server's fast path against its ASGI path on a real server."""
+"""The served path's shortcuts against the general code they bypass: srelib's own reading and
+writing of WebSocket text frames (``srelib.serve.frames``) against ``websockets``' parser, the
+server's fast path against its ASGI path on a real server, plain actions and JSON text."""
 
 from __future__ import annotations
 
@@ -167,3 +168,10 @@ def test_a_plain_action_is_sent_as_the_typed_action_would_send_it():
     for action in [{"action_type": 5}, {"parameters": {1: 2}}, {"parameters": {"a": (1,)}},
                    {"parameters": []}, "query_logs:orders", ["view_alerts"]]:
         assert _plain_fields(action) is None, action
+
+
+def test_json_text_writes_keys_that_are_not_strings_as_the_standard_library_does():
+    from srelib.serve.wire import dumps
+
+    value = {1: "a", "b": {2.5: None, True: [1]}, "c": "d"}
+    assert dumps(value) == json.dumps(value, separators=(",", ":"))

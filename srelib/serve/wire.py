@@ -146,9 +146,13 @@ MESSAGE_FIELDS = tuple(name for name in SreObservation.model_fields if name not 
 
 def dumps(value: Any) -> str:
     """``value`` as compact JSON text: orjson's (ten times faster) when installed, else the
-    standard library's."""
+    standard library's. Keys that are not strings are written as strings, as the standard
+    library does (orjson's option for them, which slows every dump, only when one turns up)."""
     if orjson is not None:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        try:
+            return orjson.dumps(value).decode()
+        except TypeError:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     return json.dumps(value, separators=(",", ":"))
 
 
