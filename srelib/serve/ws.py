@@ -103,9 +103,9 @@ async def _reply(env: Any, session_id: str, sessions: Sessions, data: dict) -> s
 class Lane:
     """The steps of one session that :func:`websocket_protocol` answers as their frame arrives,
     while :func:`play_socket` waits for the next message (so nothing of the session is under
-    way): a well-formed step whose action runs on the event loop, or one that fails
-    validation, answered with the reply ``play_socket`` would send. Any other message is left
-    to ``play_socket``."""
+    way), with the reply ``play_socket`` would send: a step whose action runs on the event
+    loop, one that fails validation and one whose step raises. Any other message (a frame the
+    guard refuses, a reset, a step run on a worker thread) is left to ``play_socket``."""
 
     def __init__(self, env: Any, session_id: str, sessions: Sessions):
         self.env, self.session_id, self.sessions = env, session_id, sessions
@@ -133,7 +133,9 @@ LANE = "srelib.lane"
 async def play_socket(sessions: Sessions, scope: dict, receive: Receive, send: Send) -> None:
     """Serve one WebSocket connection: a fresh session, then messages until ``close`` or
     disconnect. ``receive`` returns ``(message, event)``: the frame's parsed JSON object (None
-    for any other event) and the ASGI event; frames the guard refused never come through."""
+    for any other event) and the ASGI event; frames the guard refused never come through. A
+    protocol that offers the :data:`LANE` extension in ``scope`` gets the session's
+    :class:`Lane`."""
     await receive()  # websocket.connect
     await send({"type": "websocket.accept"})
     try:
@@ -226,6 +228,7 @@ def websocket_protocol():
             return True
 
         async def receive(self):
+            """uvicorn's, noting while the app waits in it (when the lane may answer)."""
             self._parked = True
             try:
                 return await super().receive()
