@@ -8,7 +8,8 @@
   client process against the in-process episode's: on a loaded machine, where rates swing with
   the scheduler, that split still says where the time goes.
 * ``--profile TOP``: instead, cProfile the server process (run in a child with the profiler on)
-  while 16 sessions play for ``--seconds``, and print its TOP functions by own time.
+  and the clients (this process) while ``--sessions`` sessions (16) play for ``--seconds``, and
+  print the TOP functions of each by own time.
 * Soak: 16 sessions for ``--soak-seconds``; every finished episode's score must equal the
   in-process score of the same task, pool and seed; no error, no lost episode (every started
   episode finishes), and the server's RSS growth after a warm-up stays under 50 MB.
@@ -17,7 +18,8 @@
 
     python bench/bench_serve.py                                   # 20 s per level, 5 min soak
     python bench/bench_serve.py --seconds 3 --soak-seconds 20     # a quick check
-    python bench/bench_serve.py --seconds 10 --profile 25          # where the server's time goes
+    python bench/bench_serve.py --seconds 10 --profile 25          # where the time goes
+    python bench/bench_serve.py --seconds 10 --profile 25 --sessions 1   # ... at 1 session
 """
 
 from __future__ import annotations
@@ -267,8 +269,11 @@ def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_
 IDLE = ("<method 'poll' of 'select.epoll' objects>", "<method 'select' of 'select.poll' objects>")
 
 
-def profile_server(seconds: float, mix, expected, top: int, client: str = "srelib") -> str:
-    """The served path's profile: ``srelib serve`` under cProfile while 16 sessions play."""
+def profile_served(seconds: float, mix, expected, top: int, client: str = "srelib",
+                   sessions: int = max(LEVELS)) -> str:
+    """The served path's profile: ``srelib serve`` (in its own process) and this process's
+    clients, each under cProfile, while ``sessions`` sessions play."""
+    import cProfile
     import pstats
     import signal
     import tempfile
@@ -276,19 +281,26 @@ def profile_server(seconds: float, mix, expected, top: int, client: str = "sreli
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "serve.prof")
         server = ServerProcess(max_sessions=max(LEVELS), profile_to=out)
+        clients = cProfile.Profile(time.process_time)
         try:
-            drive(server.url, 16, 600.0, iter(mix), expected, client=client)  # not profiled
+            drive(server.url, sessions, 600.0, iter(mix), expected, client=client)  # warm-up
             server.proc.send_signal(signal.SIGUSR1)
-            counts = drive(server.url, 16, seconds, itertools.cycle(mix), expected,
-                           client=client)
+            counts = clients.runcall(drive, server.url, sessions, seconds, itertools.cycle(mix),
+                                     expected, client=client)
         finally:
             server.close(signal.SIGINT)
-        stats = pstats.Stats(out)
+        played = max(1, counts["finished"])
+        return "\n".join([f"{counts['finished']} episodes at {sessions} sessions",
+                          _own_time("server", pstats.Stats(out), played, top),
+                          _own_time("client", pstats.Stats(clients), played, top)])
+
+
+def _own_time(side: str, stats, episodes: int, top: int) -> str:
+    """``stats``' TOP functions by own CPU time, the event loop's idle wait left out."""
     entries = [(where, row) for where, row in stats.stats.items() if where[2] not in IDLE]
     busy = sum(row[2] for _, row in entries)
-    lines = [f"{counts['finished']} episodes at 16 sessions; {busy:.3f} CPU s of server work "
-             f"({1000 * busy / max(1, counts['finished']):.2f} ms/episode); own CPU time as % "
-             "of that work"]
+    lines = [f"{side}: {busy:.3f} CPU s of work ({1000 * busy / episodes:.2f} ms/episode); own "
+             "CPU time as % of that work"]
     for (filename, line, func), (_, calls, tottime, _, _) in sorted(
             entries, key=lambda kv: kv[1][2], reverse=True)[:top]:
         where = f"{Path(filename).name}:{line}({func})" if line else func
@@ -364,12 +376,16 @@ def main(argv: list[str] | None = None) -> list[Row]:
                         help="the sessions' client: srelib's AsyncRemoteEnv or OpenEnv's "
                              "EnvClient")
     parser.add_argument("--profile", type=int, metavar="TOP",
-                        help="instead, cProfile the server and print its TOP functions")
+                        help="instead, cProfile the server and the clients and print the TOP "
+                             "functions of each")
+    parser.add_argument("--sessions", type=int, default=max(LEVELS), choices=LEVELS,
+                        help="the concurrent sessions --profile plays")
     args = parser.parse_args(argv)
     mix = episode_mix(args.seeds)
     expected, local_eps, local_cpu_ms = in_process_scores(mix, args.seconds)
     if args.profile:
-        print(profile_server(args.seconds, mix, expected, args.profile, args.client))
+        print(profile_served(args.seconds, mix, expected, args.profile, args.client,
+                             args.sessions))
         return []
     server = ServerProcess(max_sessions=max(LEVELS))
     try:

@@ -636,7 +636,7 @@ def test_by_default_one_client_holds_a_quarter_of_the_sessions():
 def test_the_guard_forgets_hosts_whose_websockets_closed():
     from srelib.serve.guard import Clients, Guard
 
-    async def play(receive, send):  # one host connected at a time
+    async def play(_scope, receive, send):  # one host connected at a time
         assert list(guard.clients.sockets.values()) == [1]
         await receive()  # the client is gone: its slot is free before the session is torn down
         assert not guard.clients.sockets

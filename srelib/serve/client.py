@@ -20,7 +20,6 @@ what the in-process environment would (:func:`server_error`). A link whose reply
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import ssl
 from typing import Any
@@ -31,7 +30,8 @@ from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from srelib.serve.wire import NoEpisodeError, SessionClosedError, dumps, orjson
+from srelib.serve.frames import Boundaries, text_frame, whole_text
+from srelib.serve.wire import NoEpisodeError, SessionClosedError, dumps, loads
 
 #: The largest reply accepted, as OpenEnv's client allows (an observation is a few kB).
 MAX_MESSAGE_BYTES = 100 * 2**20
@@ -55,17 +55,6 @@ def ws_url(url: str) -> str:
         if url.startswith(plain):
             url = ws + url[len(plain):]
     return url.rstrip("/") + "/ws"
-
-
-def loads(text: bytes | str) -> Any:
-    """JSON text's value: orjson's parser when installed, the standard library's for what orjson
-    refuses (integers past 64 bits)."""
-    if orjson is not None:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(text)
 
 
 def server_error(message: str, code: str) -> Exception:
@@ -100,16 +89,22 @@ class Wire:
         self.ws.send_request(self.ws.connect())
         self.replies: list[bytes] = []  # whole messages received, oldest first
         self._parts: list[bytes] = []
+        self._handshake = bytearray()  # the server's bytes until the handshake is done
+        self._frames: Boundaries | None = None  # where its frames end, from then on
 
     def outgoing(self) -> bytes:
         return b"".join(self.ws.data_to_send())
 
     def request(self, message: dict) -> bytes:
         """The bytes that send ``message`` (and anything else due, such as a pong)."""
-        if self.ws.state is not State.OPEN:
+        ws = self.ws
+        if ws.state is not State.OPEN:
             raise ConnectionError("the server closed the connection")
-        self.ws.send_text(dumps(message).encode())
-        return self.outgoing()
+        payload = dumps(message).encode()
+        if ws.writes or ws.expect_continuation_frame:  # keep the order of what is due
+            ws.send_text(payload)
+            return self.outgoing()
+        return text_frame(payload, mask=True)
 
     @property
     def connecting(self) -> bool:
@@ -119,9 +114,18 @@ class Wire:
     def feed(self, data: bytes) -> None:
         """Take what the socket read (b"": the connection ended); whole messages join
         :attr:`replies`. Raises ConnectionError once the server has refused the handshake, or
-        has closed with no reply left to read."""
+        has closed with no reply left to read. A chunk that is one whole text frame, where the
+        frames before it ended, is read here (:mod:`srelib.serve.frames`)."""
+        frames = self._frames
+        if data and frames is not None:
+            if frames.aligned and self.ws.state is State.OPEN and self.ws.current_size is None:
+                payload = whole_text(data, masked=False, limit=MAX_MESSAGE_BYTES)
+                if payload is not None:
+                    self.replies.append(payload)
+                    return
+            frames.feed(data)
         if data:
-            self.ws.receive_data(data)
+            self._receive(data)
         else:
             self.ws.receive_eof()
         for event in self.ws.events_received():
@@ -136,6 +140,17 @@ class Wire:
                     self._parts.clear()
         if not self.replies and self.ws.state is State.CLOSED:
             raise ConnectionError("the server closed the connection")
+
+    def _receive(self, data: bytes) -> None:
+        """Give ``data`` to ``websockets``; once the handshake is done, the frames start after
+        the response's blank line."""
+        if self._frames is None:
+            self._handshake += data
+        self.ws.receive_data(data)
+        if self._frames is None and self.ws.state is State.OPEN:
+            self._frames = Boundaries()
+            self._frames.feed(bytes(self._handshake[self._handshake.index(b"\r\n\r\n") + 4:]))
+            self._handshake.clear()
 
     def reply(self) -> dict:
         """The oldest reply's data (a message that came before any request, the server's

@@ -24,6 +24,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from srelib.serve.wire import loads
+
 MAX_MESSAGE_CHARS = 1 << 20
 MAX_DEPTH = 64
 MAX_BODY = 1 << 20  # for the POST bodies read here (/mcp, /reset)
@@ -60,7 +62,7 @@ def read_frame(message: Mapping) -> tuple[dict | None, tuple[str, str] | None]:
     if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
         return None, ("INVALID_JSON", f"JSON nested deeper than {MAX_DEPTH} levels")
     try:
-        data = json.loads(text)
+        data = loads(text)
     except (ValueError, RecursionError) as exc:  # ValueError: also integers past the digit limit
         return None, ("INVALID_JSON", f"Invalid JSON: {str(exc)[:200]}")
     if not isinstance(data, dict):
@@ -112,7 +114,7 @@ def client_host(scope) -> str:
 
 class Guard:
     """The middleware (module doc) over ``clients``; ``live(session_id)``: is it still open?
-    ``play(receive, send)`` serves a WebSocket that opens a session of its own
+    ``play(scope, receive, send)`` serves a WebSocket that opens a session of its own
     (:func:`srelib.serve.ws.play_socket`); one attaching to an HTTP session goes to OpenEnv's
     ``/ws``."""
 
@@ -169,7 +171,7 @@ class Guard:
         self.clients.sockets[host] += 1
         try:
             if session is None:  # a session of its own: srelib's /ws (srelib.serve.ws)
-                return await self.play(next_frame, send)
+                return await self.play(scope, next_frame, send)
             return await self.app(scope, checked_receive, send)
         finally:
             release()

@@ -75,13 +75,16 @@ class _Messages:
 
     @staticmethod
     def _step_message(action) -> dict:
-        typed = _typed_action(action)
-        return {"type": "step", "data": typed.model_dump(exclude_unset=True, exclude={"metadata"})}
+        fields = _plain_fields(action)
+        if fields is None:
+            fields = _typed_action(action).model_dump(exclude_unset=True, exclude={"metadata"})
+        return {"type": "step", "data": fields}
 
     def _reset_result(self, data: dict) -> tuple[dict, dict]:
         fields = data["observation"]
-        self._info = dict(fields["info"])
-        return observation_dict(fields, data["done"]), dict(fields["info"])
+        info = fields["info"]  # parsed for this call alone
+        self._info = dict(info)
+        return observation_dict(fields, data["done"]), info
 
     def _step_result(self, data: dict) -> tuple[dict, float, bool, bool, dict]:
         obs, info = self._reset_result(data)
@@ -207,6 +210,35 @@ class AsyncRemoteEnv(_Messages):
         except (OSError, SessionClosedError):
             await self.close()
             raise
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """Is ``value`` JSON as it stands (scalars, lists, str-keyed dicts; no subclasses)?"""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is list:
+        return all(_plain(item) for item in value)
+    return kind is dict and all(type(key) is str and _plain(item) for key, item in value.items())
+
+
+def _plain_fields(action: Any) -> dict | None:
+    """The fields of a dict action whose values are already JSON of their types (names str or
+    None, parameters None or a dict), as the typed action dumps them; None for an action that
+    the typed action must check or convert (:func:`_typed_action`)."""
+    if type(action) is not dict:
+        return None
+    fields = {key: action[key] for key in ACTION_KEYS if key in action}
+    for key in ("action_type", "target_service"):
+        if fields.get(key) is not None and type(fields[key]) is not str:
+            return None
+    parameters = fields.get("parameters")
+    if parameters is not None and (type(parameters) is not dict or not _plain(parameters)):
+        return None
+    return fields
 
 
 def _typed_action(action: Any) -> SreAction:

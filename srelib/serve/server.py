@@ -125,9 +125,16 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
     async def step_outcome(self, action: SreAction) -> tuple:
         """:meth:`step_async`'s outcome, as :meth:`reset_outcome`'s."""
         async with self._lock():
-            if action.text is not None or action.action_type in SLOW_ACTIONS:
+            if _slow(action):
                 return await asyncio.to_thread(self._step, action)
             return self._step(action)
+
+    def step_now(self, action: SreAction) -> tuple | None:
+        """:meth:`step_outcome` at once, for a caller that cannot wait: the outcome when the
+        action runs on the event loop and no call of this session is under way, else None."""
+        if _slow(action) or (self._turn is not None and self._turn.locked()):
+            return None
+        return self._step(action)
 
     def _reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
                task: Optional[str] = None, pool: Optional[str] = None,
@@ -187,6 +194,11 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
             raise SessionClosedError("this session was closed (idle for too long, or the server "
                                      "is shutting down): open a new session")
         return self._env
+
+
+def _slow(action: SreAction) -> bool:
+    """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, or text)?"""
+    return action.text is not None or action.action_type in SLOW_ACTIONS
 
 
 def _observation(obs: dict, reward, terminated: bool, truncated: bool, info: dict):

@@ -18,7 +18,10 @@ message, straight over ASGI:
 A connection that attaches to an existing HTTP session (``/ws?session_id=...``) is left to
 OpenEnv's endpoint; :class:`~srelib.serve.guard.Guard` has checked its frames and its token
 before either sees them. :func:`websocket_protocol` is the uvicorn protocol the server runs
-WebSockets on.
+WebSockets on: it reads a whole text frame itself (:mod:`srelib.serve.frames`), and while
+:func:`play_socket` waits for the next message it answers a step that runs on the event loop
+on the spot (:class:`Lane`: the same checks, the same reply), without the queue, the task
+switch and the ASGI send a message costs on the way through ``play_socket``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from openenv.core.env_server.types import (WSCloseMessage, WSErrorCode, WSErrorR
                                            WSStepMessage)
 from pydantic import ValidationError
 
+from srelib.serve.frames import Boundaries, text_frame, whole_text
+from srelib.serve.guard import read_frame
 from srelib.serve.sessions import Sessions
 from srelib.serve.wire import SreAction, observation_message
 
@@ -54,8 +59,25 @@ def _refusal(exc: Exception) -> str:
     return _error(message=str(exc), code=WSErrorCode.SESSION_ERROR)
 
 
+def _failure(exc: Exception) -> str:
+    """The error reply to a message whose answer raised ``exc``, as OpenEnv's."""
+    if isinstance(exc, ValidationError):
+        return _error(message="Invalid message", code=WSErrorCode.VALIDATION_ERROR,
+                      errors=exc.errors())
+    return _error(message=str(exc), code=WSErrorCode.EXECUTION_ERROR)
+
+
 def _text(text: str) -> dict:
     return {"type": "websocket.send", "text": text}
+
+
+def _action(data: dict) -> SreAction:
+    """The action of a step message: ``{"type": "step", "data": {...}}`` is a valid
+    ``WSStepMessage`` as it stands (its data a JSON object), anything else is checked by it."""
+    action = data.get("data")
+    if len(data) != 2 or type(action) is not dict:
+        action = WSStepMessage(**data).data
+    return SreAction.model_validate(action)
 
 
 async def _reply(env: Any, session_id: str, sessions: Sessions, data: dict) -> str | None:
@@ -67,7 +89,7 @@ async def _reply(env: Any, session_id: str, sessions: Sessions, data: dict) -> s
         sessions.used(session_id)
         return observation_message(*outcome)
     if kind == "step":
-        action = SreAction.model_validate(WSStepMessage(**data).data)
+        action = _action(data)
         outcome = await env.step_outcome(action)
         sessions.used(session_id, stepped=True)
         return observation_message(*outcome)
@@ -78,10 +100,42 @@ async def _reply(env: Any, session_id: str, sessions: Sessions, data: dict) -> s
     return WSStateResponse(data=env.state.model_dump()).model_dump_json()
 
 
-async def play_socket(sessions: Sessions, receive: Receive, send: Send) -> None:
+class Lane:
+    """The steps of one session that :func:`websocket_protocol` answers as their frame arrives,
+    while :func:`play_socket` waits for the next message (so nothing of the session is under
+    way), with the reply ``play_socket`` would send: a step whose action runs on the event
+    loop, one that fails validation and one whose step raises. Any other message (a frame the
+    guard refuses, a reset, a step run on a worker thread) is left to ``play_socket``."""
+
+    def __init__(self, env: Any, session_id: str, sessions: Sessions):
+        self.env, self.session_id, self.sessions = env, session_id, sessions
+
+    def answer(self, text: str) -> str | None:
+        """The reply to the frame ``text``, or None to leave the message to ``play_socket``."""
+        data, problem = read_frame({"text": text})
+        if problem is not None or data["type"] != "step":
+            return None
+        try:
+            outcome = self.env.step_now(_action(data))
+            if outcome is None:
+                return None
+            self.sessions.used(self.session_id, stepped=True)
+            return observation_message(*outcome)
+        except Exception as exc:  # noqa: BLE001 - reported to the client, as by play_socket
+            return _failure(exc)
+
+
+#: The ASGI scope extension through which :func:`play_socket` hands the protocol its
+#: :class:`Lane`: ``scope["extensions"][LANE](lane)``.
+LANE = "srelib.lane"
+
+
+async def play_socket(sessions: Sessions, scope: dict, receive: Receive, send: Send) -> None:
     """Serve one WebSocket connection: a fresh session, then messages until ``close`` or
     disconnect. ``receive`` returns ``(message, event)``: the frame's parsed JSON object (None
-    for any other event) and the ASGI event; frames the guard refused never come through."""
+    for any other event) and the ASGI event; frames the guard refused never come through. A
+    protocol that offers the :data:`LANE` extension in ``scope`` gets the session's
+    :class:`Lane`."""
     await receive()  # websocket.connect
     await send({"type": "websocket.accept"})
     try:
@@ -89,6 +143,9 @@ async def play_socket(sessions: Sessions, receive: Receive, send: Send) -> None:
     except Exception as exc:  # noqa: BLE001 - no session: the client is told why, as by OpenEnv
         await send(_text(_refusal(exc)))
         return await send({"type": "websocket.close", "code": 1000})
+    attach = (scope.get("extensions") or {}).get(LANE)
+    if attach is not None:
+        attach(Lane(env, session_id, sessions))
     try:
         while True:
             data, event = await receive()
@@ -98,11 +155,8 @@ async def play_socket(sessions: Sessions, receive: Receive, send: Send) -> None:
                 continue
             try:
                 text = await _reply(env, session_id, sessions, data)
-            except ValidationError as exc:
-                text = _error(message="Invalid message", code=WSErrorCode.VALIDATION_ERROR,
-                              errors=exc.errors())
             except Exception as exc:  # noqa: BLE001 - reported to the client, as OpenEnv does
-                text = _error(message=str(exc), code=WSErrorCode.EXECUTION_ERROR)
+                text = _failure(exc)
             if text is None:
                 break
             await send(_text(text))
@@ -116,18 +170,79 @@ MAX_AHEAD = 16
 
 
 def websocket_protocol():
-    """uvicorn's WebSocket protocol (``websockets``' sans-I/O), reading paused only while a
-    client is more than :data:`MAX_AHEAD` messages ahead. uvicorn pauses after every message
-    and resumes when the app takes it: two ``epoll`` calls a message, for a protocol in which
-    a client waits for each reply anyway."""
+    """uvicorn's WebSocket protocol (``websockets``' sans-I/O) with srelib's fast path:
+
+    * a chunk that is one whole text frame, where the frames before it ended, is read here
+      (:func:`~srelib.serve.frames.whole_text`) and goes to the app (or its :class:`Lane`)
+      as ``websockets`` and uvicorn would pass it on; anything else goes through them;
+    * reading pauses only while a client is more than :data:`MAX_AHEAD` messages ahead
+      (uvicorn pauses after every message and resumes when the app takes it: two ``epoll``
+      calls a message, for a protocol in which a client waits for each reply anyway).
+    """
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    from websockets.protocol import OPEN
 
     class AheadProtocol(WebSocketsSansIOProtocol):
+        _frames: Boundaries | None = None  # where frames end, from the end of the handshake
+        _lane: Lane | None = None
+        _parked = False  # is the app waiting in receive()?
+
+        def handle_connect(self, event) -> None:
+            super().handle_connect(event)
+            if self.response.status_code == 101:
+                self.scope["extensions"][LANE] = self._attach
+                # uvicorn hands over the handshake request alone: frames start with the next
+                # bytes (a client that sent frames with its request gets no fast path)
+                if not self.conn.reader.buffer:
+                    self._frames = Boundaries()
+
+        def _attach(self, lane: Lane) -> None:
+            self._lane = lane
+
+        def data_received(self, data: bytes) -> None:
+            frames, conn = self._frames, self.conn
+            if frames is not None and frames.aligned and conn.state is OPEN \
+                    and conn.current_size is None and not conn.writes and not self.close_sent:
+                payload = whole_text(data, masked=True, limit=conn.max_message_size)
+                if payload is not None and self._take(payload):
+                    return
+            if frames is not None:
+                frames.feed(data)
+            super().data_received(data)
+
+        def _take(self, payload: bytes) -> bool:
+            """Pass on a whole text frame's payload, or answer it through the lane; False if
+            it is not UTF-8 (``websockets`` and uvicorn close the connection)."""
+            try:
+                text = payload.decode()
+            except UnicodeDecodeError:
+                return False
+            if self._lane is not None and self._parked and self.queue.empty() \
+                    and self.writable.is_set():
+                reply = self._lane.answer(text)
+                if reply is not None:
+                    self.transport.write(text_frame(reply.encode(), mask=False))
+                    return True
+            self.queue.put_nowait({"type": "websocket.receive", "text": text})
+            self._hold_back()
+            return True
+
+        async def receive(self):
+            """uvicorn's, noting while the app waits in it (when the lane may answer)."""
+            self._parked = True
+            try:
+                return await super().receive()
+            finally:
+                self._parked = False
+
         def send_receive_event_to_app(self) -> None:
             paused, self.read_paused = self.read_paused, True  # uvicorn: pause if not paused
             super().send_receive_event_to_app()
             self.read_paused = paused
-            if not paused and self.queue.qsize() > MAX_AHEAD:
+            self._hold_back()
+
+        def _hold_back(self) -> None:
+            if not self.read_paused and self.queue.qsize() > MAX_AHEAD:
                 self.read_paused = True
                 self.transport.pause_reading()
 
