@@ -13,8 +13,15 @@ from __future__ import annotations
 
 import ast
 import threading
+from typing import Literal, overload
 
 _LOCK = threading.Lock()
+
+
+@overload
+def parse(source: str | bytes, mode: Literal["exec"] = "exec") -> ast.Module: ...
+@overload
+def parse(source: str | bytes, mode: Literal["eval"]) -> ast.Expression: ...
 
 
 def parse(source: str | bytes, mode: str = "exec") -> ast.AST:
