@@ -156,15 +156,23 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+#: Every digit as "0": 19 digits in a row (``_LONG_RUN``) may be an integer past 64 bits.
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 19
+
+
 def loads(text: bytes | str) -> Any:
     """JSON text's value: orjson's parser when installed (four times faster), the standard
-    library's for what orjson refuses (integers past 64 bits, NaN, lone surrogates) and for the
-    error of text that is not JSON, so the value and the error are the standard library's."""
+    library's for what orjson refuses (NaN, lone surrogates), for the error of text that is not
+    JSON, and for text with 19 digits in a row (orjson reads an integer past 64 bits as a
+    float), so the value and the error are the standard library's."""
     if orjson is not None:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
+        raw = text.encode(errors="surrogatepass") if isinstance(text, str) else text
+        if _LONG_RUN not in raw.translate(_DIGITS):
+            try:
+                return orjson.loads(text)
+            except orjson.JSONDecodeError:
+                pass
     return json.loads(text)
 
 
