@@ -78,3 +78,22 @@ def test_an_action_that_is_not_json_fails_as_the_typed_action_fails(parameters):
             env.step(action)
         assert str(sent.value) == str(typed.value)
         assert env.step({"action_type": "view_alerts"})[0]["steps_taken"] == 1
+
+
+@pytest.mark.parametrize("fragmented", [False, True], ids=["fast-path", "asgi-path"])
+def test_a_lone_surrogate_in_an_invalid_action_gets_the_validation_error(fragmented):
+    """The validation error of a step whose bad input holds a lone surrogate (valid JSON text,
+    ``"\\ud800"``) is sent like any other, and the session goes on (it dropped the connection)."""
+    from websockets.sync.client import connect
+
+    bad = '{"type": "step", "data": {"action_type": 5, "bogus": "\\ud800"}}'
+    with running() as url, connect(url.replace("http", "ws") + "/ws", open_timeout=10) as ws:
+        ws.send(json.dumps(RESET))
+        assert json.loads(ws.recv(timeout=60))["type"] == "observation"
+        ws.send([bad[:20], bad[20:]] if fragmented else bad)
+        error = json.loads(ws.recv(timeout=60))["data"]
+        assert error["code"] == "VALIDATION_ERROR"
+        assert [(e["loc"], e["input"]) for e in error["errors"]] == [(["action_type"], 5),
+                                                                     (["bogus"], "\ud800")]
+        ws.send(json.dumps({"type": "step", "data": {"action_type": "view_alerts"}}))
+        assert json.loads(ws.recv(timeout=60))["data"]["observation"]["steps_taken"] == 1
