@@ -97,3 +97,29 @@ def test_a_lone_surrogate_in_an_invalid_action_gets_the_validation_error(fragmen
                                                                      (["bogus"], "\ud800")]
         ws.send(json.dumps({"type": "step", "data": {"action_type": "view_alerts"}}))
         assert json.loads(ws.recv(timeout=60))["data"]["observation"]["steps_taken"] == 1
+
+
+def test_integers_past_64_bits_and_lone_surrogates_are_written_as_in_process():
+    """A reset whose seed is past 64 bits gets its observation (the reply is not an
+    EXECUTION_ERROR about the reply's JSON after the episode started), and RemoteEnv sends such
+    integers and lone surrogates in an action, as an in-process step takes them."""
+    from websockets.sync.client import connect
+
+    from srelib.env.core import IncidentEnv
+    from srelib.serve.remote import RemoteEnv
+
+    seed = 2**64 + 7
+    with running() as url:
+        with connect(url.replace("http", "ws") + "/ws", open_timeout=10) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {**RESET["data"], "seed": seed}}))
+            reply = json.loads(ws.recv(timeout=60))
+            assert reply["type"] == "observation", reply
+            assert reply["data"]["observation"]["info"]["seed"] == seed
+        action = {"action_type": "query_logs", "target_service": "orders",
+                  "parameters": {"lines": 10**20, "grep": "\ud800"}}
+        local = IncidentEnv()
+        local.reset(task="memory_leak", pool="A", seed=4)
+        with RemoteEnv(url) as env:
+            env.reset(task="memory_leak", pool="A", seed=4)
+            assert env.step(action)[1:4] == local.step(action)[1:4]
+            assert env.trajectory[-1]["action"] == local.trajectory[-1]["action"]
