@@ -236,7 +236,10 @@ def _plain_fields(action: Any) -> dict | None:
         if fields.get(key) is not None and type(fields[key]) is not str:
             return None
     parameters = fields.get("parameters")
-    if parameters is not None and (type(parameters) is not dict or not _plain(parameters)):
+    try:
+        if parameters is not None and (type(parameters) is not dict or not _plain(parameters)):
+            return None
+    except RecursionError:  # cyclic, or nested past the recursion limit: the typed path says
         return None
     return fields
 

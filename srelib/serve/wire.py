@@ -147,24 +147,39 @@ MESSAGE_FIELDS = tuple(name for name in SreObservation.model_fields if name not 
 def dumps(value: Any) -> str:
     """``value`` as compact JSON text: orjson's (ten times faster) when installed, else the
     standard library's. Keys that are not strings are written as strings, as the standard
-    library does (orjson's option for them, which slows every dump, only when one turns up)."""
-    if orjson is not None:
+    library does (orjson's option for them, which slows every dump, only when one turns up).
+    What orjson cannot write (integers past 64 bits, lone surrogates) the standard library
+    writes; what neither can (a cycle, a set) raises orjson's TypeError."""
+    if orjson is None:
+        return json.dumps(value, separators=(",", ":"))
+    for option in (None, orjson.OPT_NON_STR_KEYS):
         try:
-            return orjson.dumps(value).decode()
-        except TypeError:
-            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    return json.dumps(value, separators=(",", ":"))
+            return orjson.dumps(value, option=option).decode()
+        except TypeError as exc:
+            error = exc
+    try:
+        return json.dumps(value, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        raise error from None
+
+
+#: Every digit as "0": 19 digits in a row (``_LONG_RUN``) may be an integer past 64 bits.
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 19
 
 
 def loads(text: bytes | str) -> Any:
     """JSON text's value: orjson's parser when installed (four times faster), the standard
-    library's for what orjson refuses (integers past 64 bits, NaN, lone surrogates) and for the
-    error of text that is not JSON, so the value and the error are the standard library's."""
+    library's for what orjson refuses (NaN, lone surrogates), for the error of text that is not
+    JSON, and for text with 19 digits in a row (orjson reads an integer past 64 bits as a
+    float), so the value and the error are the standard library's."""
     if orjson is not None:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
+        raw = text.encode(errors="surrogatepass") if isinstance(text, str) else text
+        if _LONG_RUN not in raw.translate(_DIGITS):
+            try:
+                return orjson.loads(text)
+            except orjson.JSONDecodeError:
+                pass
     return json.loads(text)
 
 

@@ -26,6 +26,7 @@ switch and the ASGI send a message costs on the way through ``play_socket``.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Awaitable, Callable
 
 from openenv.core.env_server import SessionCapacityError
@@ -34,6 +35,7 @@ from openenv.core.env_server.types import (WSCloseMessage, WSErrorCode, WSErrorR
                                            WSResetMessage, WSStateMessage, WSStateResponse,
                                            WSStepMessage)
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from srelib.serve.frames import Boundaries, text_frame, whole_text
 from srelib.serve.guard import read_frame
@@ -45,7 +47,11 @@ Send = Callable[[dict], Awaitable[None]]
 
 
 def _error(**data: Any) -> str:
-    return WSErrorResponse(data=data).model_dump_json()
+    reply = WSErrorResponse(data=data)
+    try:
+        return reply.model_dump_json()
+    except PydanticSerializationError:  # a lone surrogate in an input: JSON escapes it
+        return json.dumps(reply.model_dump(mode="json"), separators=(",", ":"))
 
 
 def _refusal(exc: Exception) -> str:
