@@ -34,7 +34,7 @@ agent: $(STAMP)
 
 # the tests run on two processes (pytest-xdist), and so do the notebooks, each one whole on one
 test: $(STAMP) agent
-	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not gpu_path and not bench_script" tests
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not gpu_path and not bench_script and not cluster" tests
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
 
 # the GPU paths run tiny on the CPU (bench/gpu_gemma.py, bench/gpu_train.py, notebook 07's GPU
@@ -42,10 +42,11 @@ test: $(STAMP) agent
 test-gpu-paths: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 -m gpu_path tests
 
-# the benchmark scripts of bench/ run end to end at small sizes (a minute): .ci/run runs them
-# after make test, whose ten minutes they do not fit in
+# the benchmark scripts of bench/ run end to end at small sizes, and the sweeps on a real Dask
+# and Ray cluster (a minute or two): .ci/run runs them after make test, whose ten minutes they
+# do not fit in
 test-bench: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "bench_script and not gpu_path" tests
+	$(BIN)/python -m pytest -q -n 2 -m "(bench_script or cluster) and not gpu_path" tests
 
 # while developing: every test but those marked slow (tests/conftest.py), no notebooks
 test-fast: $(STAMP)

@@ -52,6 +52,7 @@ def test_notebook_factories_run_on_worker_processes(serial):
     assert without_wall_time(frame).equals(serial)
 
 
+@pytest.mark.cluster
 def test_dask_local_cluster_equals_serial(serial):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -63,6 +64,7 @@ def test_dask_local_cluster_equals_serial(serial):
     assert without_wall_time(frame).equals(serial)
 
 
+@pytest.mark.cluster
 def test_ray_local_instance_equals_serial(serial):
     """A real single-node Ray instance (Ray's old ``local_mode`` is gone from Ray 2.x)."""
     ray = pytest.importorskip("ray")
