@@ -177,7 +177,7 @@ def loads(text: bytes | str) -> Any:
         raw = text.encode(errors="surrogatepass") if isinstance(text, str) else text
         if _LONG_RUN not in raw.translate(_DIGITS):
             try:
-                return orjson.loads(text)
+                return orjson.loads(raw)
             except orjson.JSONDecodeError:
                 pass
     return json.loads(text)
