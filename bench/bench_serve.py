@@ -1,9 +1,12 @@
 """Serving and sweeps: episodes/s through ``srelib serve``, a soak, and evaluate on Dask.
 
 * Throughput: the scripted heuristic-revert policy plays a fixed mix of episodes (every task,
-  pools A/B/C/D, several seeds) in process, then through a ``srelib serve`` process with 1, 4
+  pools A/B/C/D, several seeds) in process and through a ``srelib serve`` process with 1, 4
   and 16 concurrent sessions, one client per session on one asyncio loop: srelib's
-  ``AsyncRemoteEnv`` (``--client openenv``: OpenEnv's ``EnvClient``).
+  ``AsyncRemoteEnv`` (``--client openenv``: OpenEnv's ``EnvClient``). Each level alternates
+  an in-process slice and a served slice (``ROUNDS`` of each, ``--seconds`` in all per side)
+  and reports the median of the rounds' ratios, so that a machine whose speed drifts during
+  the run moves both sides of each ratio alike.
   Each level also reports the CPU milliseconds an episode cost the server process and the
   client process against the in-process episode's: on a loaded machine, where rates swing with
   the scheduler, that split still says where the time goes.
@@ -27,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -54,23 +58,30 @@ def episode_mix(seeds: int) -> list[tuple[str, str, int]]:
             for seed in range(seeds)]
 
 
-def in_process_scores(mix, seconds: float) -> tuple[dict, float, float]:
-    """Each episode's final score in process, and the in-process episodes/s and CPU ms per
-    episode over passes of the mix for at least ``seconds`` after a first pass (which warms the
-    patch-grading memo, as the server's warm-up pass does there)."""
+def in_process_scores(mix) -> dict:
+    """Each episode's final score in process (a first pass, which also warms the patch-grading
+    memo, as the server's warm-up pass does there)."""
     import srelib
 
-    env, scores = srelib.IncidentEnv(), {}
-    for task, pool, seed in mix:
-        scores[task, pool, seed] = srelib.run_episode(env, policy(), task=task, pool=pool,
-                                                      seed=seed).final
+    env = srelib.IncidentEnv()
+    return {(task, pool, seed): srelib.run_episode(env, policy(), task=task, pool=pool,
+                                                   seed=seed).final
+            for task, pool, seed in mix}
+
+
+def in_process_rate(mix, seconds: float) -> tuple[float, float]:
+    """In-process episodes/s and CPU ms per episode over passes of the mix for at least
+    ``seconds``."""
+    import srelib
+
+    env = srelib.IncidentEnv()
     played, start, cpu = 0, time.perf_counter(), time.process_time()
     while not played or time.perf_counter() - start < seconds:
         for task, pool, seed in mix:
             srelib.run_episode(env, policy(), task=task, pool=pool, seed=seed)
         played += len(mix)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return scores, played / wall, 1000 * cpu / played
+    return played / wall, 1000 * cpu / played
 
 
 async def _play(env, job) -> float | None:
@@ -240,29 +251,44 @@ class ServerProcess:
 TARGETS = {1: 0.5, 4: None, 16: 0.7}
 
 
-def throughput_rows(server: ServerProcess, seconds: float, mix, expected, local_eps,
-                    local_cpu_ms, client: str = "srelib") -> list:
-    rows = [Row("serve", "in-process episodes/s", round(local_eps, 2), "ep/s",
-                note=f"a mix of {len(mix)} episodes, one process, {local_cpu_ms:.2f} CPU "
-                     "ms/episode")]
+#: Rounds per level: an in-process slice and a served slice alternate, so that each ratio is
+#: taken side by side, and the row gives the median of the rounds' ratios.
+ROUNDS = 5
+
+
+def throughput_rows(server: ServerProcess, seconds: float, mix, expected,
+                    client: str = "srelib") -> list:
     drive(server.url, 16, 600.0, iter(mix), expected, client=client)  # warm-up, not timed
+    local_rates, level_rows = [], []
     for sessions in LEVELS:
-        server_cpu = server.cpu_s()
-        counts = drive(server.url, sessions, seconds, itertools.cycle(mix), expected,
-                       client=client)
-        server_ms = 1000 * (server.cpu_s() - server_cpu) / max(1, counts["finished"])
-        client_ms = 1000 * counts["client_cpu_s"] / max(1, counts["finished"])
-        ok = counts["errors"] == 0 and counts["wrong_scores"] == 0
-        ratio, share = counts["eps"] / local_eps, TARGETS[sessions]
-        rows.append(Row("serve", f"server episodes/s, {sessions} sessions",
-                        round(counts["eps"], 2), "ep/s",
-                        f">= {share:g}x in-process" if share else "",
-                        met=(ok and ratio >= share) if share else (None if ok else False),
-                        note=f"{client} client, {counts['finished']} episodes in "
-                             f"{counts['wall_s']:.1f}s, "
-                             f"x{ratio:.2f} in-process; CPU ms/episode: server "
-                             f"{server_ms:.2f}, client {client_ms:.2f}"))
-    return rows
+        ratios, rates, finished, bad, wall, server_cpu, client_cpu = [], [], 0, 0, 0.0, 0.0, 0.0
+        for _ in range(ROUNDS):
+            local = in_process_rate(mix, seconds / ROUNDS)
+            before = server.cpu_s()
+            counts = drive(server.url, sessions, seconds / ROUNDS, itertools.cycle(mix),
+                           expected, client=client)
+            server_cpu += server.cpu_s() - before
+            client_cpu += counts["client_cpu_s"]
+            finished, wall = finished + counts["finished"], wall + counts["wall_s"]
+            bad += counts["errors"] + counts["wrong_scores"]
+            local_rates.append(local)
+            rates.append(counts["eps"])
+            ratios.append(counts["eps"] / local[0])
+        ratio, share = statistics.median(ratios), TARGETS[sessions]
+        level_rows.append(Row(
+            "serve", f"server episodes/s, {sessions} sessions", round(statistics.median(rates), 2),
+            "ep/s", f">= {share:g}x in-process" if share else "",
+            met=(bad == 0 and ratio >= share) if share else (None if bad == 0 else False),
+            note=f"{client} client, {finished} episodes in {wall:.1f}s; x{ratio:.2f} "
+                 f"in-process, median of {ROUNDS} side-by-side rounds (x{min(ratios):.2f}-"
+                 f"x{max(ratios):.2f}); CPU ms/episode: server "
+                 f"{1000 * server_cpu / max(1, finished):.2f}, client "
+                 f"{1000 * client_cpu / max(1, finished):.2f}"))
+    local_eps = statistics.median(rate for rate, _ in local_rates)
+    local_cpu_ms = statistics.median(cpu_ms for _, cpu_ms in local_rates)
+    return [Row("serve", "in-process episodes/s", round(local_eps, 2), "ep/s",
+                note=f"a mix of {len(mix)} episodes, one process, {local_cpu_ms:.2f} CPU "
+                     f"ms/episode; median of the {len(local_rates)} slices"), *level_rows]
 
 
 #: The event loop waiting for the next frame: time the server spends idle, not working.
@@ -382,15 +408,14 @@ def main(argv: list[str] | None = None) -> list[Row]:
                         help="the concurrent sessions --profile plays")
     args = parser.parse_args(argv)
     mix = episode_mix(args.seeds)
-    expected, local_eps, local_cpu_ms = in_process_scores(mix, args.seconds)
+    expected = in_process_scores(mix)
     if args.profile:
         print(profile_served(args.seconds, mix, expected, args.profile, args.client,
                              args.sessions))
         return []
     server = ServerProcess(max_sessions=max(LEVELS))
     try:
-        rows = throughput_rows(server, args.seconds, mix, expected, local_eps, local_cpu_ms,
-                               args.client)
+        rows = throughput_rows(server, args.seconds, mix, expected, args.client)
         rows += soak_rows(server, args.soak_seconds, mix, expected)
     finally:
         server.close()

@@ -12,7 +12,7 @@ from srelib.env import actions as A
 from srelib.env.actions import SERVICES
 from srelib.env.grading import score_trajectory
 from srelib.env.pools import HELDOUT_TASKS, TRAIN_TASKS
-from srelib.env.task_ids import resolve
+from srelib.env.task_ids import resolve, task_id
 from srelib.policies import call_reset
 
 OBS_KEYS = {
@@ -446,3 +446,37 @@ def test_the_env_enforces_every_declared_bound_and_choice():
                 assert refused is not accepted, (action, name, value, info.get("error"))
                 checked += 1
     assert checked >= 40
+
+
+def test_reset_loads_until_a_named_task_has_been_started_in_its_mode(monkeypatch):
+    """What the server asks before a reset on its event loop: a task's first reset in a mode may
+    build it; a draw from a suite or a pool may build whichever task the seed picks."""
+    from srelib.env import core
+
+    monkeypatch.setattr(core, "_LOADED", set())
+    loads = srelib.IncidentEnv.reset_loads
+    task = pool_tasks("A")[0]
+    assert loads(task, "A") and loads(task, None, "p1_only")
+    srelib.IncidentEnv().reset(task=task, pool="A", seed=1)
+    assert not loads(task, "A") and not loads(task, None, "p1_only")  # pool A plays p1_only
+    assert loads(task, None, "p2_only") and loads(task_id(task), "A")  # another spelling
+    srelib.IncidentEnv().reset(task="generated", pool="A", seed=1)
+    srelib.IncidentEnv().reset(pool="A", seed=1)
+    assert loads("generated", "A") and loads(None, "A")
+    assert loads(task, "Z") and loads(task, "A", "joint")  # refused by reset, on a thread
+
+
+def test_grade_memoised_follows_the_episodes_task():
+    """True once proposing the diff in an episode of the same task has been graded."""
+    import uuid
+
+    diff = f"--- a/{uuid.uuid4().hex}.py\n+++ b/{uuid.uuid4().hex}.py\n@@ -1 +1 @@\n-a\n+b\n"
+    env = srelib.IncidentEnv()
+    assert not env.grade_memoised(diff)  # no episode
+    env.reset(task="memory_leak", mode="p2_only", seed=1)
+    assert not env.grade_memoised(diff)
+    assert act(env, "propose_patch", diff=diff)[2]
+    env.reset(task="memory_leak", mode="p2_only", seed=2)
+    assert env.grade_memoised(diff)
+    env.reset(task="severity_inversion", mode="p2_only", seed=2)
+    assert not env.grade_memoised(diff)

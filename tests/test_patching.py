@@ -180,6 +180,19 @@ def test_results_are_memoised_and_copies():
     assert again["resolved"] == "full" and again["FAIL_TO_PASS"]
 
 
+def test_grade_memoised_tells_whether_grading_would_run_the_tests():
+    """What the server asks before grading on its event loop: True exactly when grade_patch
+    would return a memoised result (any spelling of the same diff, the same timeout)."""
+    prelude = f"MEMO_ASKED = {uuid.uuid4().int}\n"
+    diff = _batch_diff(prelude)
+    assert not patching.grade_memoised(REPO, TASK, diff)
+    grade_patch(REPO, TASK, diff)
+    assert patching.grade_memoised(REPO, TASK, diff)
+    assert patching.grade_memoised(REPO, TASK, diff.replace("\n", "\r\n"))
+    assert not patching.grade_memoised(REPO, TASK, diff, timeout_s=3.0)
+    assert not patching.grade_memoised(REPO, TASK, _batch_diff(prelude, fixed=False))
+
+
 # ---------------------------------------------------------------- hostile patches
 
 

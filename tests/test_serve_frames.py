@@ -77,62 +77,83 @@ def _fragmented(ws, text: str) -> None:
     ws.send([text[:len(text) // 2], text[len(text) // 2:]])
 
 
+_EPISODE = {"task": "memory_leak", "pool": "A", "seed": 4, "episode_id": "e"}
+_PATCHING = {"task": "memory_leak", "mode": "p2_only", "seed": 2, "episode_id": "p"}
+_PATCH = {"type": "step", "data": {"action_type": "propose_patch",
+                                   "parameters": {"diff": "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n"}}}
+#: ``(message, answered on the fast path?)``: every step that runs on the event loop and every
+#: reset of a task loaded before, valid or not; not a text action, a first reset, a patch not
+#: graded yet, a draw from a suite, a state message, a frame that is not JSON.
 MESSAGES = [
-    {"type": "step", "data": {"action_type": "view_alerts"}},  # before any reset
-    {"type": "reset", "data": {"task": "memory_leak", "pool": "A", "seed": 4, "episode_id": "e"}},
-    {"type": "step", "data": {"action_type": "view_alerts"}},
-    {"type": "step", "data": {"action_type": "query_logs", "target_service": "orders"}},
-    {"type": "step", "data": {"action_type": "query_metrics", "target_service": "orders",
-                              "parameters": {"metric": "latency"}}},
-    {"type": "step", "data": {"action_type": 5}},
-    {"type": "step", "data": {"action_type": "view_alerts", "extra": 1}},
-    {"type": "step", "data": {"action_type": "view_alerts", "text": "x"}},
-    {"type": "step", "data": {"parameters": {"1": [1, 2]}, "target_service": None}},
-    {"type": "step", "data": ["view_alerts"]},
-    {"type": "step", "data": None},
-    {"type": "step"},
-    {"type": "step", "data": {}, "more": True},
-    {"type": "step", "data": {"text": "query_logs:orders"}},
-    {"type": "step", "data": {"action_type": "launch_rockets"}},
-    {"type": "state"},
-    '{"type": "step", "data": {"action_type": NaN}}',
-    '{"type": "step", "data": {"action_type": "view_alerts", "action_type": 7}}',
-    '{"type": "step", "data": {"parameters": {"n": 123456789012345678901234567890}}}',
-    "{not json",
-    '{"type": "launch"}',
-    {"type": "step", "data": {"action_type": "submit_diagnosis", "target_service": "orders",
-                              "parameters": {"root_cause": "memory_leak"}}},
-    {"type": "step", "data": {"action_type": "view_alerts"}},
+    ({"type": "step", "data": {"action_type": "view_alerts"}}, True),  # before any reset
+    ({"type": "reset", "data": _EPISODE}, False),
+    ({"type": "step", "data": {"action_type": "view_alerts"}}, True),
+    ({"type": "step", "data": {"action_type": "query_logs", "target_service": "orders"}}, True),
+    ({"type": "step", "data": {"action_type": "query_metrics", "target_service": "orders",
+                               "parameters": {"metric": "latency"}}}, True),
+    ({"type": "step", "data": {"action_type": 5}}, True),
+    ({"type": "step", "data": {"action_type": "view_alerts", "extra": 1}}, True),
+    ({"type": "step", "data": {"action_type": "view_alerts", "text": "x"}}, True),
+    ({"type": "step", "data": {"parameters": {"1": [1, 2]}, "target_service": None}}, True),
+    ({"type": "step", "data": ["view_alerts"]}, True),
+    ({"type": "step", "data": None}, True),
+    ({"type": "step"}, True),
+    ({"type": "step", "data": {}, "more": True}, True),
+    ({"type": "step", "data": {"text": "query_logs:orders"}}, False),
+    ({"type": "step", "data": {"action_type": "launch_rockets"}}, True),
+    ({"type": "state"}, False),
+    ('{"type": "step", "data": {"action_type": NaN}}', True),
+    ('{"type": "step", "data": {"action_type": "view_alerts", "action_type": 7}}', True),
+    ('{"type": "step", "data": {"parameters": {"n": 123456789012345678901234567890}}}', True),
+    ("{not json", False),
+    ('{"type": "launch"}', False),
+    ({"type": "step", "data": {"action_type": "submit_diagnosis", "target_service": "orders",
+                               "parameters": {"root_cause": "memory_leak"}}}, True),
+    ({"type": "step", "data": {"action_type": "view_alerts"}}, True),
+    ({"type": "reset", "data": dict(_EPISODE, seed=5)}, True),  # loaded: on the loop
+    ({"type": "reset", "data": {"seed": "5"}}, True),  # refused at once
+    ({"type": "reset", "data": dict(_EPISODE, colour="red")}, True),
+    ({"type": "reset", "data": ["memory_leak"]}, True),
+    ({"type": "reset", "data": {"task": "generated", "seed": 3, "episode_id": "g"}}, False),
+    ({"type": "reset", "data": _PATCHING}, False),
+    (_PATCH, False),  # graded on a worker thread, then memoised
+    ({"type": "reset", "data": _PATCHING}, True),
+    (_PATCH, True),
+    ({"type": "state"}, False),
 ]
 
 
-def test_steps_answered_on_the_fast_path_get_the_replies_of_the_asgi_path(monkeypatch):
+def test_resets_and_steps_answered_on_the_fast_path_get_the_replies_of_the_asgi_path(
+        monkeypatch):
     """Two sessions get the same messages, one as single frames (read by srelib and answered
     as they arrive) and one fragmented (through websockets, uvicorn and play_socket): every
-    reply is the same text."""
+    reply is the same text, and the fast path answers what runs on the event loop."""
     from websockets.sync.client import connect
 
+    from srelib.env import core, patching
     from srelib.serve.ws import Lane
 
     answered, answer = [], Lane.answer
 
     def counted(lane, text):
         reply = answer(lane, text)
-        answered.extend([text] if reply is not None else [])
+        answered.append(reply is not None)
         return reply
 
     monkeypatch.setattr(Lane, "answer", counted)
+    monkeypatch.setattr(core, "_LOADED", set())  # as in a fresh process
+    patching._MEMO.clear()
     with running() as url:
         address = url.replace("http", "ws") + "/ws"
         with connect(address, open_timeout=10) as fast, connect(address, open_timeout=10) as slow:
-            for message in MESSAGES:
+            for message, _ in MESSAGES:
                 text = message if isinstance(message, str) else json.dumps(message)
                 fast.send(text)
+                reply = fast.recv(timeout=60)
                 _fragmented(slow, text)
-                assert fast.recv(timeout=60) == slow.recv(timeout=60), text
-    # every step of the first session but the text action (a worker thread's), and only those
-    texts = [m if isinstance(m, str) else json.dumps(m) for m in MESSAGES]
-    assert answered == [t for t in texts if t.startswith('{"type": "step"') and ":orders" not in t]
+                assert reply == slow.recv(timeout=60), text
+    # the lane is asked about every whole frame of the first session, and only those
+    assert answered == [lane for _, lane in MESSAGES]
 
 
 def _actions():

@@ -48,6 +48,10 @@ _PHASE_TYPES = {
     2: [a.value for a in A.PHASE2_ACTIONS],
 }
 _VALID_P2 = tuple(_PHASE_TYPES[2])
+#: ``(task, mode)`` of every reset of a named task this process has started: what such a reset
+#: loads (the task's scenario; in p2_only its repository) stays cached, so the next one does not
+#: build it again (:meth:`IncidentEnv.reset_loads`). At most every task's id and name in each mode.
+_LOADED: set[tuple[str, str]] = set()
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -146,14 +150,14 @@ class IncidentEnv:
         ``"generated:train"``) to draw one of its tasks in the pool's split. Unknown
         task/pool/mode raise ValueError naming the valid ones."""
         mode = EpisodeSpec.resolve(task, pool, mode, seed).mode
-        task, candidates = reset_choices(task, pool)  # task: an id or a suite (then drawn)
+        named, candidates = reset_choices(task, pool)  # None: task is a suite (then drawn)
         if seed is None:
             seed = random.SystemRandom().randrange(2**63)
         elif isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int or None, got {type(seed).__name__}")
         rng = random.Random(seed)
         drawn = candidates[rng.randrange(len(candidates))]  # drawn even when given: one stream
-        task = task or drawn
+        task = named or drawn
         self.scenario = scenario = get_scenario(task)
         self._infra = infra = Infrastructure(scenario, rng)
         self._ops = Operations(infra)
@@ -182,7 +186,30 @@ class IncidentEnv:
                  "parameters": {"belief": b}}, 1, True, None, 0.0, {"belief": b, "oracle": True}, step=0))
             result = {"message": "Phase 1 was handed over with the oracle belief; work in the code."}
             message = "Episode started in phase 2"
+        if named is not None:
+            _LOADED.add((named, mode))
         return self._observation(result, True, message, 0.0), self._info()
+
+    @staticmethod
+    def reset_loads(task: str | None = None, pool: str | None = None,
+                    mode: str | None = None) -> bool:
+        """May ``reset(task, pool, mode)`` first load its task: build its scenario and, in
+        p2_only, its repository (up to tens of milliseconds, where a reset otherwise takes
+        under one)? False once a reset in this process has started the named ``task`` in that
+        mode; True for a draw from a suite or a pool, whose task the seed picks."""
+        try:
+            mode = EpisodeSpec.resolve(task, pool, mode).mode
+        except ValueError:
+            return True
+        return not isinstance(task, str) or (task, mode) not in _LOADED
+
+    def grade_memoised(self, diff: object) -> bool:
+        """Is the grade of proposing ``diff`` in this episode memoised, so that a
+        ``propose_patch`` step ends the episode without applying it or running a test?"""
+        from .patching import grade_memoised
+
+        scenario = self.scenario
+        return scenario is not None and grade_memoised(scenario.repo, scenario.name, diff)
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> StepResult:

@@ -77,7 +77,7 @@ from srelib.env.memo import ByteLRU
 from srelib.env.lookup import load_repo
 from srelib.env.repos import Repo
 from srelib.env.probe_run import preload_of, run_probes
-from srelib.env.sandbox import grading_level
+from srelib.env.sandbox import SandboxRefused, grading_level
 from srelib.env.site_guard import site_units, site_unchanged
 from srelib.env.types import PatchGrade
 from srelib.env.verdicts import Observation, draw_seed, rates, resolution, verdicts
@@ -270,9 +270,37 @@ def grade_patch(repo_name: str, task: str, diff: object,
                 timeout_s: float = DEFAULT_TIMEOUT_S) -> PatchGrade:
     """Grade a diff against ``task``'s hidden tests (see the module docstring), guarding the
     task's bug site (:mod:`srelib.env.site_guard`); memoised."""
-    repo = load_repo(repo_name)
-    return grade_diff(repo_name, repo.fail_to_pass(task), repo.pass_to_pass(task), diff, timeout_s,
+    return grade_diff(repo_name, *_test_ids(repo_name, task), diff, timeout_s,
                       site=site_units(task))
+
+
+def grade_memoised(repo_name: str, task: str, diff: object,
+                   timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    """Is :func:`grade_patch`'s result for these arguments memoised, so that it returns without
+    applying the diff or running a test? False where grading would refuse to run."""
+    try:
+        level = grading_level()
+    except SandboxRefused:
+        return False
+    f2p_ids, p2p_ids = _test_ids(repo_name, task)
+    return _memo_key(repo_name, f2p_ids, p2p_ids, normalise_diff(diff), timeout_s, level,
+                     site_units(task)) in _MEMO
+
+
+def _test_ids(repo_name: str, task: str) -> tuple[list[str], list[str]]:
+    """``task``'s FAIL_TO_PASS and PASS_TO_PASS test ids."""
+    repo = load_repo(repo_name)
+    return repo.fail_to_pass(task), repo.pass_to_pass(task)
+
+
+def _memo_key(repo_name: str, f2p_ids: list[str], p2p_ids: list[str],
+              normalised: tuple[str, list[str], str | None], timeout_s: float,
+              level: tuple[str, bool], site: tuple[tuple[str, str], ...]) -> tuple:
+    """What a grade is memoised under: everything it depends on, the diff normalised
+    (:func:`normalise_diff`), the grading level as :func:`grading_level` gives it."""
+    clean, touched, error = normalised
+    return (repo_name, tuple(f2p_ids), tuple(p2p_ids), clean, tuple(touched), error, timeout_s,
+            *level, site)
 
 
 @functools.lru_cache(maxsize=1)
@@ -314,9 +342,8 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
     :mod:`srelib.env.site_guard`) as it was, no FAIL_TO_PASS test counts as passing."""
     repo = load_repo(repo_name)
     level, verified = grading_level()
-    clean, touched, error = normalise_diff(diff)
-    key = (repo_name, tuple(f2p_ids), tuple(p2p_ids), clean, tuple(touched), error, timeout_s, level,
-           verified, site)
+    clean, touched, error = normalised = normalise_diff(diff)
+    key = _memo_key(repo_name, f2p_ids, p2p_ids, normalised, timeout_s, (level, verified), site)
     memoised = _MEMO.get(key)
     if memoised is not None:
         return json_copy(memoised)

@@ -46,7 +46,7 @@ try:
 except ModuleNotFoundError as exc:  # the serve extra is not installed
     raise ModuleNotFoundError(f"srelib serve and RemoteEnv need OpenEnv ({exc}): "
                               "pip install 'srelib[serve]'", name=exc.name) from exc
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from srelib.env.actions import ActionType
 from srelib.env.core import IncidentEnv
@@ -68,12 +68,15 @@ CLIENT_SHARE = 0.25
 DEFAULT_READ_TIMEOUT_S = 10.0
 #: Options ``reset`` accepts.
 RESET_OPTIONS = ("task", "pool", "mode", "seed", "episode_id")
-#: Actions that may wait on something other than this process's CPU (a sandboxed test run, a
-#: time-limited search) or cost more than a plain step: they run on a worker thread so that the
-#: event loop keeps serving other sessions. Every other step runs on the loop itself, as cheap
-#: as an in-process step (no thread hand-off). A text action is read by the environment, so it
-#: is treated as slow.
-SLOW_ACTIONS = frozenset({ActionType.PROPOSE_PATCH.value, ActionType.SEARCH_CODE.value})
+#: Actions that may wait on something other than this process's CPU (a time-limited search) or
+#: cost more than a plain step: they run on a worker thread so that the event loop keeps serving
+#: other sessions. So do a text action (the environment reads it), a patch whose grade is not
+#: memoised (grading runs tests in a sandbox) and a reset that may load its task first
+#: (:meth:`IncidentEnv.reset_loads`). Everything else runs on the loop itself, as cheap as in
+#: process (no thread hand-off).
+SLOW_ACTIONS = frozenset({ActionType.SEARCH_CODE.value})
+#: A longer diff goes to a worker thread without asking the grade memo: asking normalises it.
+MEMO_CHECK_CHARS = 20_000
 
 class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
     """One session's incident environment, in OpenEnv's ``Environment`` form.
@@ -106,35 +109,70 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
 
     async def reset_async(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
                           **options: Any) -> SreObservation:
-        """:meth:`reset` on a worker thread (a task's first reset may build its repository)."""
+        """:meth:`reset` on the event loop, or on a worker thread when it may load its task
+        first; the session's calls run one at a time in the order they came."""
         return _observation(*await self.reset_outcome(seed=seed, episode_id=episode_id,
                                                       **options))
 
     async def step_async(self, action: SreAction, timeout_s: Optional[float] = None,
                          **options: Any) -> SreObservation:
-        """:meth:`step` on the event loop, or on a worker thread for :data:`SLOW_ACTIONS`;
-        the session's calls run one at a time in the order they came."""
+        """:meth:`step` on the event loop, or on a worker thread for :data:`SLOW_ACTIONS`, text
+        and a patch not graded yet; the session's calls run one at a time, as :meth:`reset_async`."""
         return _observation(*await self.step_outcome(action))
 
     async def reset_outcome(self, **options: Any) -> tuple:
         """:meth:`reset_async`'s ``(obs, reward, terminated, truncated, info)`` as
         ``IncidentEnv`` gave them, before any wire model (:mod:`srelib.serve.ws` sends them)."""
         async with self._lock():
-            return await asyncio.to_thread(self._reset, **options)
+            if self._reset_loads(options):
+                return await asyncio.to_thread(self._reset, **options)
+            return self._reset(**options)
 
     async def step_outcome(self, action: SreAction) -> tuple:
         """:meth:`step_async`'s outcome, as :meth:`reset_outcome`'s."""
         async with self._lock():
-            if _slow(action):
+            if self._slow(action):
                 return await asyncio.to_thread(self._step, action)
             return self._step(action)
 
+    def reset_now(self, **options: Any) -> tuple | None:
+        """:meth:`reset_outcome` at once, for a caller that cannot wait: the outcome when the
+        reset runs on the event loop and no call of this session is under way, else None."""
+        if self._busy() or self._reset_loads(options):
+            return None
+        return self._reset(**options)
+
     def step_now(self, action: SreAction) -> tuple | None:
-        """:meth:`step_outcome` at once, for a caller that cannot wait: the outcome when the
-        action runs on the event loop and no call of this session is under way, else None."""
-        if _slow(action) or (self._turn is not None and self._turn.locked()):
+        """:meth:`step_outcome` at once, as :meth:`reset_now`."""
+        if self._busy() or self._slow(action):
             return None
         return self._step(action)
+
+    def _busy(self) -> bool:
+        return self._turn is not None and self._turn.locked()
+
+    @staticmethod
+    def _reset_loads(options: dict) -> bool:
+        """Does a reset with ``options`` run on a worker thread, its task perhaps loaded first?
+        Options it refuses are refused at once, on the loop."""
+        try:
+            body = _ResetBody.model_validate(options)
+        except ValidationError:
+            return False
+        return IncidentEnv.reset_loads(body.task, body.pool, body.mode)
+
+    def _slow(self, action: SreAction) -> bool:
+        """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, text, or a patch whose
+        grade is not memoised)?"""
+        if action.text is not None or action.action_type in SLOW_ACTIONS:
+            return True
+        if action.action_type != ActionType.PROPOSE_PATCH.value:
+            return False
+        diff, env = (action.parameters or {}).get("diff"), self._env
+        if env is None or env.scenario is None:
+            return False  # refused at once
+        return not (isinstance(diff, str) and len(diff) <= MEMO_CHECK_CHARS
+                    and env.grade_memoised(diff))
 
     def _reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
                task: Optional[str] = None, pool: Optional[str] = None,
@@ -194,11 +232,6 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
             raise SessionClosedError("this session was closed (idle for too long, or the server "
                                      "is shutting down): open a new session")
         return self._env
-
-
-def _slow(action: SreAction) -> bool:
-    """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, or text)?"""
-    return action.text is not None or action.action_type in SLOW_ACTIONS
 
 
 def _observation(obs: dict, reward, terminated: bool, truncated: bool, info: dict):
@@ -304,7 +337,6 @@ def _add_sessions(app, server: HTTPEnvServer, sessions: Sessions, idle_timeout: 
     by the token ``POST /sessions`` returns, sent as ``X-Session-Token``."""
     from fastapi import Header, HTTPException
     from fastapi.responses import JSONResponse
-    from pydantic import ValidationError
 
     @app.exception_handler(ValidationError)
     async def _bad_types(_request, exc):  # e.g. POST /reset with "seed": true

@@ -19,9 +19,9 @@ A connection that attaches to an existing HTTP session (``/ws?session_id=...``) 
 OpenEnv's endpoint; :class:`~srelib.serve.guard.Guard` has checked its frames and its token
 before either sees them. :func:`websocket_protocol` is the uvicorn protocol the server runs
 WebSockets on: it reads a whole text frame itself (:mod:`srelib.serve.frames`), and while
-:func:`play_socket` waits for the next message it answers a step that runs on the event loop
-on the spot (:class:`Lane`: the same checks, the same reply), without the queue, the task
-switch and the ASGI send a message costs on the way through ``play_socket``.
+:func:`play_socket` waits for the next message it answers a reset or a step that runs on the
+event loop on the spot (:class:`Lane`: the same checks, the same reply), without the queue,
+the task switch and the ASGI send a message costs on the way through ``play_socket``.
 """
 
 from __future__ import annotations
@@ -107,11 +107,12 @@ async def _reply(env: Any, session_id: str, sessions: Sessions, data: dict) -> s
 
 
 class Lane:
-    """The steps of one session that :func:`websocket_protocol` answers as their frame arrives,
-    while :func:`play_socket` waits for the next message (so nothing of the session is under
-    way), with the reply ``play_socket`` would send: a step whose action runs on the event
-    loop, one that fails validation and one whose step raises. Any other message (a frame the
-    guard refuses, a reset, a step run on a worker thread) is left to ``play_socket``."""
+    """The resets and steps of one session that :func:`websocket_protocol` answers as their
+    frame arrives, while :func:`play_socket` waits for the next message (so nothing of the
+    session is under way), with the reply ``play_socket`` would send: one that runs on the event
+    loop, one that fails validation and one that raises. Any other message (a frame the guard
+    refuses, a state or close message, a reset or step run on a worker thread) is left to
+    ``play_socket``."""
 
     def __init__(self, env: Any, session_id: str, sessions: Sessions):
         self.env, self.session_id, self.sessions = env, session_id, sessions
@@ -119,13 +120,15 @@ class Lane:
     def answer(self, text: str) -> str | None:
         """The reply to the frame ``text``, or None to leave the message to ``play_socket``."""
         data, problem = read_frame({"text": text})
-        if problem is not None or data["type"] != "step":
+        if problem is not None or data["type"] not in ("step", "reset"):
             return None
         try:
-            outcome = self.env.step_now(_action(data))
+            step = data["type"] == "step"
+            outcome = (self.env.step_now(_action(data)) if step
+                       else self.env.reset_now(**WSResetMessage(**data).data))
             if outcome is None:
                 return None
-            self.sessions.used(self.session_id, stepped=True)
+            self.sessions.used(self.session_id, stepped=step)
             return observation_message(*outcome)
         except Exception as exc:  # noqa: BLE001 - reported to the client, as by play_socket
             return _failure(exc)
