@@ -466,17 +466,20 @@ def test_reset_loads_until_a_named_task_has_been_started_in_its_mode(monkeypatch
     assert loads(task, "Z") and loads(task, "A", "joint")  # refused by reset, on a thread
 
 
-def test_grade_memoised_follows_the_episodes_task():
-    """True once proposing the diff in an episode of the same task has been graded."""
+def test_a_patch_runs_the_tests_in_phase_2_until_its_grade_is_memoised():
+    """What the server asks before a patch step on its event loop."""
     import uuid
 
     diff = f"--- a/{uuid.uuid4().hex}.py\n+++ b/{uuid.uuid4().hex}.py\n@@ -1 +1 @@\n-a\n+b\n"
     env = srelib.IncidentEnv()
-    assert not env.grade_memoised(diff)  # no episode
+    assert not env.patch_runs_tests(diff)  # no episode
+    env.reset(task="memory_leak", mode="joint", seed=1)
+    assert not env.patch_runs_tests(diff)  # phase 1: an invalid action
     env.reset(task="memory_leak", mode="p2_only", seed=1)
-    assert not env.grade_memoised(diff)
+    assert env.patch_runs_tests(diff)
     assert act(env, "propose_patch", diff=diff)[2]
+    assert not env.patch_runs_tests(diff + "\n")  # the episode is over
     env.reset(task="memory_leak", mode="p2_only", seed=2)
-    assert env.grade_memoised(diff)
+    assert not env.patch_runs_tests(diff)  # memoised
     env.reset(task="severity_inversion", mode="p2_only", seed=2)
-    assert not env.grade_memoised(diff)
+    assert env.patch_runs_tests(diff)

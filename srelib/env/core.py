@@ -203,13 +203,16 @@ class IncidentEnv:
             return True
         return not isinstance(task, str) or (task, mode) not in _LOADED
 
-    def grade_memoised(self, diff: object) -> bool:
-        """Is the grade of proposing ``diff`` in this episode memoised, so that a
-        ``propose_patch`` step ends the episode without applying it or running a test?"""
+    def patch_runs_tests(self, diff: object) -> bool:
+        """Would proposing ``diff`` now run the task's hidden tests: the episode is in phase 2
+        and not over, and the grade of ``diff`` is not memoised? Any other ``propose_patch``
+        step costs what a plain step costs (invalid, inert, or graded from the memo)."""
+        scenario = self.scenario
+        if scenario is None or self._phase != 2 or self._terminated or self._truncated:
+            return False
         from .patching import grade_memoised
 
-        scenario = self.scenario
-        return scenario is not None and grade_memoised(scenario.repo, scenario.name, diff)
+        return not grade_memoised(scenario.repo, scenario.name, diff)
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> StepResult:

@@ -162,17 +162,16 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         return IncidentEnv.reset_loads(body.task, body.pool, body.mode)
 
     def _slow(self, action: SreAction) -> bool:
-        """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, text, or a patch whose
-        grade is not memoised)?"""
+        """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, text, or a patch that
+        may run the hidden tests)?"""
         if action.text is not None or action.action_type in SLOW_ACTIONS:
             return True
         if action.action_type != ActionType.PROPOSE_PATCH.value:
             return False
         diff, env = (action.parameters or {}).get("diff"), self._env
-        if env is None or env.scenario is None:
-            return False  # refused at once
-        return not (isinstance(diff, str) and len(diff) <= MEMO_CHECK_CHARS
-                    and env.grade_memoised(diff))
+        if not isinstance(diff, str) or len(diff) > MEMO_CHECK_CHARS:
+            return True
+        return env is not None and env.patch_runs_tests(diff)
 
     def _reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
                task: Optional[str] = None, pool: Optional[str] = None,
