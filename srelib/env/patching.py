@@ -277,10 +277,13 @@ def grade_patch(repo_name: str, task: str, diff: object,
 def grade_memoised(repo_name: str, task: str, diff: object,
                    timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
     """Is :func:`grade_patch`'s result for these arguments memoised, so that it returns without
-    applying the diff or running a test? False where grading would refuse to run."""
+    applying the diff or running a test? False before any grading in this process (which
+    probes the sandbox first) and where grading would refuse to run."""
+    if not len(_MEMO):
+        return False
     try:
         level = grading_level()
-    except SandboxRefused:
+    except (SandboxRefused, ValueError):
         return False
     f2p_ids, p2p_ids = _test_ids(repo_name, task)
     return _memo_key(repo_name, f2p_ids, p2p_ids, normalise_diff(diff), timeout_s, level,
