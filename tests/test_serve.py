@@ -671,3 +671,50 @@ def test_slow_and_silent_connections_are_dropped_after_the_read_timeout():
             conn.close()
         assert time.monotonic() - started < 5
         assert requests.get(f"{base}/health", timeout=10).status_code == 200
+
+
+def test_a_client_far_ahead_of_a_busy_session_is_read_only_up_to_a_character_budget(monkeypatch):
+    """While a session's reset takes its time, a client that keeps sending large messages is
+    read only until the queued ones hold ``MAX_AHEAD_CHARS`` characters (and what one read
+    brought past them: the message that crossed the budget, and any after it in the same
+    chunk of at most 256 KiB), not up to ``MAX_AHEAD`` messages of any size; then every
+    message is answered, in order."""
+    import threading
+
+    from srelib.env import core
+    from srelib.serve import server as server_module
+    from srelib.serve import ws as ws_module
+
+    budget = 200_000
+    monkeypatch.setattr(ws_module, "MAX_AHEAD_CHARS", budget)
+    monkeypatch.setattr(core, "_LOADED", set())  # a first reset: on a worker thread
+    peak, put = [0], ws_module._MeasuredQueue._put
+
+    def measured(queue, item):
+        put(queue, item)
+        peak[0] = max(peak[0], queue.size)
+
+    release, reset = threading.Event(), server_module.SreEnvironment._reset
+
+    def held(env, **options):  # a reset that takes its time, as a task's first build may
+        release.wait(30)
+        return reset(env, **options)
+
+    monkeypatch.setattr(ws_module._MeasuredQueue, "_put", measured)
+    monkeypatch.setattr(server_module.SreEnvironment, "_reset", held)
+    large = json.dumps({"type": "step", "data": {"action_type": "view_alerts",
+                                                 "parameters": {"pad": "x" * 100_000}}})
+    try:
+        with running() as url, connect(url.replace("http", "ws") + "/ws", open_timeout=10) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"task": "memory_leak", "pool": "A",
+                                                          "seed": 1}}))
+            for _ in range(12):
+                ws.send(large)
+            time.sleep(1.0)  # time to read whatever the server would read
+            release.set()
+            replies = [json.loads(ws.recv(timeout=60)) for _ in range(13)]
+    finally:
+        release.set()
+    assert len(large) < peak[0] <= budget + len(large) + 256 * 1024  # 12 are 1.2 MB
+    assert [reply["type"] for reply in replies] == ["observation"] * 13
+    assert [reply["data"]["observation"]["steps_taken"] for reply in replies] == list(range(13))

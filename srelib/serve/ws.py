@@ -26,6 +26,7 @@ the task switch and the ASGI send a message costs on the way through ``play_sock
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Awaitable, Callable
 
@@ -174,8 +175,31 @@ async def play_socket(sessions: Sessions, scope: dict, receive: Receive, send: S
         await sessions.close(session_id)
 
 
-#: Messages a client may send ahead of the replies before the server stops reading its socket.
+#: Messages a client may send ahead of the replies before the server stops reading its socket,
+#: and the characters (bytes for a binary message) they may hold: a message may be as long as
+#: uvicorn's ``ws_max_size`` (16 MiB), so a count alone would let one connection queue 256 MiB.
 MAX_AHEAD = 16
+MAX_AHEAD_CHARS = 1 << 20
+
+
+def _length(event: dict) -> int:
+    return len(event.get("text") or event.get("bytes") or "")
+
+
+class _MeasuredQueue(asyncio.Queue):
+    """The queue of ASGI events for the app, which knows how many characters (or bytes) the
+    messages it holds add up to (:attr:`size`)."""
+
+    size = 0
+
+    def _put(self, item) -> None:
+        super()._put(item)
+        self.size += _length(item)
+
+    def _get(self):
+        item = super()._get()
+        self.size -= _length(item)
+        return item
 
 
 def websocket_protocol():
@@ -184,9 +208,10 @@ def websocket_protocol():
     * a chunk that is one whole text frame, where the frames before it ended, is read here
       (:func:`~srelib.serve.frames.whole_text`) and goes to the app (or its :class:`Lane`)
       as ``websockets`` and uvicorn would pass it on; anything else goes through them;
-    * reading pauses only while a client is more than :data:`MAX_AHEAD` messages ahead
-      (uvicorn pauses after every message and resumes when the app takes it: two ``epoll``
-      calls a message, for a protocol in which a client waits for each reply anyway).
+    * reading pauses only while a client is more than :data:`MAX_AHEAD` messages or
+      :data:`MAX_AHEAD_CHARS` characters ahead (uvicorn pauses after every message and resumes
+      when the app takes it: two ``epoll`` calls a message, for a protocol in which a client
+      waits for each reply anyway); it resumes when the app has taken them all.
     """
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
     from websockets.protocol import OPEN
@@ -195,6 +220,10 @@ def websocket_protocol():
         _frames: Boundaries | None = None  # where frames end, from the end of the handshake
         _lane: Lane | None = None
         _parked = False  # is the app waiting in receive()?
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.queue = self._queued = _MeasuredQueue()
 
         def handle_connect(self, event) -> None:
             super().handle_connect(event)
@@ -251,7 +280,9 @@ def websocket_protocol():
             self._hold_back()
 
         def _hold_back(self) -> None:
-            if not self.read_paused and self.queue.qsize() > MAX_AHEAD:
+            queued = self._queued
+            if not self.read_paused and (queued.qsize() > MAX_AHEAD
+                                         or queued.size > MAX_AHEAD_CHARS):
                 self.read_paused = True
                 self.transport.pause_reading()
 
