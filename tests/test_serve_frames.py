@@ -196,3 +196,26 @@ def test_json_text_writes_keys_that_are_not_strings_as_the_standard_library_does
 
     value = {1: "a", "b": {2.5: None, True: [1]}, "c": "d"}
     assert dumps(value) == json.dumps(value, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("reply", [b"\xff\xfe not UTF-8", b"{not json", b"[1, 2]", "[1, 2]"])
+def test_a_reply_that_is_not_a_json_object_is_a_connection_error(reply):
+    """A peer that answers with anything but a JSON object (invalid UTF-8, not JSON, another
+    JSON value; binary or text) gets a ConnectionError that says so, and the link is dropped."""
+    import threading
+
+    from websockets.sync.server import serve
+
+    from srelib.serve.remote import RemoteEnv
+
+    def answer(ws):
+        for _ in ws:
+            ws.send(reply)
+
+    with serve(answer, "127.0.0.1", 0) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        env = RemoteEnv(f"http://127.0.0.1:{server.socket.getsockname()[1]}")
+        with pytest.raises(ConnectionError, match="the server's reply is not"):
+            env.reset(task="memory_leak", pool="A", seed=1)
+        assert env._link is None
+        server.shutdown()

@@ -71,7 +71,12 @@ def server_error(message: str, code: str) -> Exception:
 
 
 def _data(reply: bytes) -> dict:
-    value = loads(reply)
+    try:
+        value = loads(reply)
+    except ValueError as exc:  # not UTF-8, or not JSON
+        raise ConnectionError(f"the server's reply is not JSON text ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConnectionError(f"the server's reply is not a JSON object: {reply[:80]!r}")
     if value.get("type") == "error":
         error = value.get("data") or {}
         raise server_error(str(error.get("message", "Unknown error")),
