@@ -97,7 +97,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         self._mcp = None
         self._turn: asyncio.Lock | None = None  # one call at a time, made on the server's loop
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+    def reset(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
               task: Optional[str] = None, pool: Optional[str] = None,
               mode: Optional[str] = None, **options: Any) -> SreObservation:
         """Start an episode; unknown options and unknown task/pool/mode raise ValueError."""
@@ -108,7 +108,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
              **options: Any) -> SreObservation:
         return _observation(*self._step(action))
 
-    async def reset_async(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+    async def reset_async(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
                           **options: Any) -> SreObservation:
         """:meth:`reset` on the event loop, or on a worker thread when it may load its task
         first; the session's calls run one at a time in the order they came."""
@@ -121,9 +121,11 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         and a patch not graded yet; the session's calls run one at a time, as :meth:`reset_async`."""
         return _observation(*await self.step_outcome(action))
 
-    async def reset_outcome(self, **options: Any) -> tuple:
+    async def reset_outcome(self, /, **options: Any) -> tuple:
         """:meth:`reset_async`'s ``(obs, reward, terminated, truncated, info)`` as
-        ``IncidentEnv`` gave them, before any wire model (:mod:`srelib.serve.ws` sends them)."""
+        ``IncidentEnv`` gave them, before any wire model (:mod:`srelib.serve.ws` sends them).
+        ``self`` is positional only, here and in every reset, so that an option of that name is
+        refused as unknown, the same words by every route."""
         async with self._lock():
             if self._reset_loads(options):
                 return await asyncio.to_thread(self._reset, **options)
@@ -136,7 +138,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
                 return await asyncio.to_thread(self._step, action)
             return self._step(action)
 
-    def reset_now(self, **options: Any) -> tuple | None:
+    def reset_now(self, /, **options: Any) -> tuple | None:
         """:meth:`reset_outcome` at once, for a caller that cannot wait: the outcome when the
         reset runs on the event loop and no call of this session is under way, else None."""
         if self._busy() or self._reset_loads(options):
@@ -174,7 +176,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
             return True
         return env is not None and env.patch_runs_tests(diff)
 
-    def _reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+    def _reset(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
                task: Optional[str] = None, pool: Optional[str] = None,
                mode: Optional[str] = None, **options: Any) -> tuple:
         env = self._open_env()
