@@ -484,6 +484,24 @@ def test_reset_loads_again_once_what_it_loaded_has_left_memory():
         assert not loads(task, None, "p2_only")
 
 
+def test_a_transition_loads_the_repository_while_it_is_not_in_memory():
+    """What the server asks before a transition on its event loop: opening phase 2 loads the
+    task's repository (tens of milliseconds the first time) unless it is in memory."""
+    from srelib.env import lookup
+
+    env = srelib.IncidentEnv()
+    assert not env.transition_loads()  # no episode
+    env.reset(task="memory_leak", mode="joint", seed=1)
+    lookup.load_repo.cache_clear()
+    assert env.transition_loads()
+    lookup.load_repo(env.scenario.repo)
+    assert not env.transition_loads()
+    lookup.load_repo.cache_clear()
+    assert oracle_transition(env)[-1]["phase"] == 2
+    lookup.load_repo.cache_clear()
+    assert not env.transition_loads()  # phase 2: an invalid action, nothing loaded
+
+
 def test_a_patch_runs_the_tests_in_phase_2_until_its_grade_is_memoised():
     """What the server asks before a patch step on its event loop."""
     import uuid

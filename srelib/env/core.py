@@ -18,7 +18,7 @@ from .belief import BeliefState, belief_dict, coerce_belief
 from .infra import Infrastructure
 from .phase1 import Operations
 from .pools import oracle_belief, reset_choices
-from .lookup import get_scenario, in_memory
+from .lookup import get_scenario, in_memory, load_repo
 from .scenarios import MAX_STEPS, Scenario
 from .spec import EpisodeSpec
 from .task_ids import task_id
@@ -205,6 +205,15 @@ class IncidentEnv:
             return True
         return (not isinstance(task, str) or (task, mode) not in _LOADED
                 or not in_memory(task, with_repo=mode == "p2_only"))
+
+    def transition_loads(self) -> bool:
+        """Would ``transition_to_phase2`` now load the task's repository (tens of milliseconds
+        the first time, where a step otherwise takes well under one)? True in phase 1 of an
+        episode that is not over, while the repository is not in memory."""
+        scenario = self.scenario
+        if scenario is None or self._phase != 1 or self._terminated or self._truncated:
+            return False
+        return load_repo.peek(scenario.repo) is None
 
     def patch_runs_tests(self, diff: object) -> bool:
         """Would proposing ``diff`` now run the task's hidden tests: the episode is in phase 2

@@ -70,8 +70,9 @@ DEFAULT_READ_TIMEOUT_S = 10.0
 RESET_OPTIONS = ("task", "pool", "mode", "seed", "episode_id")
 #: Actions that may wait on something other than this process's CPU (a time-limited search) or
 #: cost more than a plain step: they run on a worker thread so that the event loop keeps serving
-#: other sessions. So do a text action (the environment reads it), a patch whose grade is not
-#: memoised (grading runs tests in a sandbox) and a reset that may load its task first
+#: other sessions. So do a text action (the environment reads it), a transition to phase 2
+#: that loads the repository, a patch whose grade is not memoised (grading runs tests in a
+#: sandbox) and a reset that may load its task first
 #: (:meth:`IncidentEnv.reset_loads`). Everything else runs on the loop itself, as cheap as in
 #: process (no thread hand-off).
 SLOW_ACTIONS = frozenset({ActionType.SEARCH_CODE.value})
@@ -165,13 +166,16 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         return IncidentEnv.reset_loads(body.task, body.pool, body.mode)
 
     def _slow(self, action: SreAction) -> bool:
-        """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, text, or a patch that
-        may run the hidden tests)?"""
+        """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, text, a transition that
+        loads the repository or a patch that may run the hidden tests)?"""
         if action.text is not None or action.action_type in SLOW_ACTIONS:
             return True
+        env = self._env
+        if action.action_type == ActionType.TRANSITION_TO_PHASE2.value:
+            return env is not None and env.transition_loads()
         if action.action_type != ActionType.PROPOSE_PATCH.value:
             return False
-        diff, env = (action.parameters or {}).get("diff"), self._env
+        diff = (action.parameters or {}).get("diff")
         if not isinstance(diff, str) or len(diff) > MEMO_CHECK_CHARS:
             return True
         return env is not None and env.patch_runs_tests(diff)
