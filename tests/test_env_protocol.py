@@ -466,6 +466,42 @@ def test_reset_loads_until_a_named_task_has_been_started_in_its_mode(monkeypatch
     assert loads(task, "Z") and loads(task, "A", "joint")  # refused by reset, on a thread
 
 
+def test_reset_loads_again_once_what_it_loaded_has_left_memory():
+    """The scenario and repository memos are bounded (the whole generated suite, both splits,
+    does not fit): a task started before whose scenario or repository was evicted is built
+    again, so its reset goes back to a worker thread."""
+    from srelib.env import lookup
+    from srelib.env.pools import reset_choices
+
+    task = reset_choices("generated", None)[1][0]  # a generated task: its scenario is memoised
+    srelib.IncidentEnv().reset(task=task, mode="p2_only", seed=1)
+    loads = srelib.IncidentEnv.reset_loads
+    assert not loads(task, None, "p2_only")
+    for cached in (lookup.load_repo, lookup._generated):
+        cached.cache_clear()
+        assert loads(task, None, "p2_only")
+        srelib.IncidentEnv().reset(task=task, mode="p2_only", seed=1)
+        assert not loads(task, None, "p2_only")
+
+
+def test_a_transition_loads_the_repository_while_it_is_not_in_memory():
+    """What the server asks before a transition on its event loop: opening phase 2 loads the
+    task's repository (tens of milliseconds the first time) unless it is in memory."""
+    from srelib.env import lookup
+
+    env = srelib.IncidentEnv()
+    assert not env.transition_loads()  # no episode
+    env.reset(task="memory_leak", mode="joint", seed=1)
+    lookup.load_repo.cache_clear()
+    assert env.transition_loads()
+    lookup.load_repo(env.scenario.repo)
+    assert not env.transition_loads()
+    lookup.load_repo.cache_clear()
+    assert oracle_transition(env)[-1]["phase"] == 2
+    lookup.load_repo.cache_clear()
+    assert not env.transition_loads()  # phase 2: an invalid action, nothing loaded
+
+
 def test_a_patch_runs_the_tests_in_phase_2_until_its_grade_is_memoised():
     """What the server asks before a patch step on its event loop."""
     import uuid

@@ -51,6 +51,7 @@ def test_byte_lru_memoises_and_recomputes_what_it_dropped():
         square(n)
     _assert_bounded(square.memo)
     assert (1,) not in square.memo and square(1) == first and calls.count(1) == 2
+    assert square.peek(1) == first and square.peek(0) is None and calls.count(0) == 0  # no call
     square.cache_clear()
     assert len(square.memo) == 0 and square.memo.nbytes == 0
 

@@ -193,6 +193,22 @@ def test_grade_memoised_tells_whether_grading_would_run_the_tests():
     assert not patching.grade_memoised(REPO, TASK, _batch_diff(prelude, fixed=False))
 
 
+def test_grade_memoised_builds_nothing():
+    """Asked on the server's event loop, grade_memoised neither loads a repository nor works out
+    a task's bug site (up to tens of milliseconds each): while either is out of memory, the
+    answer is False (the patch goes to a worker thread, where grade_patch loads them)."""
+    from srelib.env.site_guard import site_units
+
+    diff = _batch_diff(f"MEMO_COLD = {uuid.uuid4().int}\n")
+    grade_patch(REPO, TASK, diff)
+    for cached, key in ((site_units, TASK), (load_repo, REPO)):
+        cached.cache_clear()
+        assert not patching.grade_memoised(REPO, TASK, diff)
+        assert cached.peek(key) is None  # not built by asking
+        grade_patch(REPO, TASK, diff)  # from the memo, loading what it needs
+        assert patching.grade_memoised(REPO, TASK, diff)
+
+
 # ---------------------------------------------------------------- hostile patches
 
 

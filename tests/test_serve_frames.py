@@ -114,6 +114,7 @@ MESSAGES = [
     ({"type": "reset", "data": {"seed": "5"}}, True),  # refused at once
     ({"type": "reset", "data": dict(_EPISODE, colour="red")}, True),
     ({"type": "reset", "data": ["memory_leak"]}, True),
+    ({"type": "reset", "data": {"self": 1}}, True),  # unknown, not a clash with a parameter
     ({"type": "reset", "data": {"task": "generated", "seed": 3, "episode_id": "g"}}, False),
     ({"type": "reset", "data": _PATCHING}, False),
     (_PATCH, False),  # graded on a worker thread, then memoised

@@ -41,6 +41,20 @@ def _generated(name: str) -> Scenario:
     return taskgen.build_scenario(name)
 
 
+def in_memory(task: str, with_repo: bool = False) -> bool:
+    """Would :func:`get_scenario` of ``task`` (a name or an opaque id), and with ``with_repo``
+    :func:`load_repo` of its repository, return without building anything? A generated
+    scenario or any repository evicted from its memo is built again. False for an unknown task."""
+    try:
+        name = resolve(task)
+    except ValueError:
+        return False
+    scenario = SCENARIOS.get(name) or _generated.peek(name)
+    if scenario is None:
+        return False
+    return not with_repo or scenario.repo is None or load_repo.peek(scenario.repo) is not None
+
+
 @byte_lru(8 << 20)  # classic repos ~0.3 MB, a generated one ~17 kB: the suite (~6 MB) fits
 def load_repo(name: str) -> Repo:
     """Load (once; repositories are static) the repository called ``name``: one in repo_data

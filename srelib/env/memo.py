@@ -95,7 +95,8 @@ class ByteLRU:
 
 def byte_lru(max_bytes: int, size: Callable[[Hashable, Any], int] | None = None):
     """Memoise a function of hashable arguments in a :class:`ByteLRU` (the wrapper's
-    ``memo``; ``cache_clear()`` as for ``functools.lru_cache``)."""
+    ``memo``; ``cache_clear()`` as for ``functools.lru_cache``; ``peek(*args)``: the value
+    memoised for these positional arguments, else None, without calling the function)."""
 
     def decorate(function: Callable) -> Callable:
         memo = ByteLRU(max_bytes, size) if size else ByteLRU(max_bytes)
@@ -109,7 +110,10 @@ def byte_lru(max_bytes: int, size: Callable[[Hashable, Any], int] | None = None)
                 memo.put(key, value)
             return value
 
-        vars(wrapper).update(memo=memo, cache_clear=memo.clear)
+        def peek(*args):
+            return memo.get(args)
+
+        vars(wrapper).update(memo=memo, cache_clear=memo.clear, peek=peek)
         return wrapper
 
     return decorate

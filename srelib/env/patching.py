@@ -277,17 +277,20 @@ def grade_patch(repo_name: str, task: str, diff: object,
 def grade_memoised(repo_name: str, task: str, diff: object,
                    timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
     """Is :func:`grade_patch`'s result for these arguments memoised, so that it returns without
-    applying the diff or running a test? False before any grading in this process (which
-    probes the sandbox first) and where grading would refuse to run."""
-    if not len(_MEMO):
+    applying the diff or running a test? Asking builds nothing: False before any grading in
+    this process (which probes the sandbox first), where grading would refuse to run, and
+    while the repository or the task's bug site is not in memory (loading them takes up to
+    tens of milliseconds)."""
+    repo, site = load_repo.peek(repo_name), site_units.peek(task)
+    if not len(_MEMO) or repo is None or site is None:
         return False
     try:
         level = grading_level()
+        f2p_ids, p2p_ids = repo.fail_to_pass(task), repo.pass_to_pass(task)
     except (SandboxRefused, ValueError):
         return False
-    f2p_ids, p2p_ids = _test_ids(repo_name, task)
     return _memo_key(repo_name, f2p_ids, p2p_ids, normalise_diff(diff), timeout_s, level,
-                     site_units(task)) in _MEMO
+                     site) in _MEMO
 
 
 def _test_ids(repo_name: str, task: str) -> tuple[list[str], list[str]]:

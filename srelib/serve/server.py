@@ -70,8 +70,9 @@ DEFAULT_READ_TIMEOUT_S = 10.0
 RESET_OPTIONS = ("task", "pool", "mode", "seed", "episode_id")
 #: Actions that may wait on something other than this process's CPU (a time-limited search) or
 #: cost more than a plain step: they run on a worker thread so that the event loop keeps serving
-#: other sessions. So do a text action (the environment reads it), a patch whose grade is not
-#: memoised (grading runs tests in a sandbox) and a reset that may load its task first
+#: other sessions. So do a text action (the environment reads it), a transition to phase 2
+#: that loads the repository, a patch whose grade is not memoised (grading runs tests in a
+#: sandbox) and a reset that may load its task first
 #: (:meth:`IncidentEnv.reset_loads`). Everything else runs on the loop itself, as cheap as in
 #: process (no thread hand-off).
 SLOW_ACTIONS = frozenset({ActionType.SEARCH_CODE.value})
@@ -97,7 +98,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         self._mcp = None
         self._turn: asyncio.Lock | None = None  # one call at a time, made on the server's loop
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+    def reset(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
               task: Optional[str] = None, pool: Optional[str] = None,
               mode: Optional[str] = None, **options: Any) -> SreObservation:
         """Start an episode; unknown options and unknown task/pool/mode raise ValueError."""
@@ -108,7 +109,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
              **options: Any) -> SreObservation:
         return _observation(*self._step(action))
 
-    async def reset_async(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+    async def reset_async(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
                           **options: Any) -> SreObservation:
         """:meth:`reset` on the event loop, or on a worker thread when it may load its task
         first; the session's calls run one at a time in the order they came."""
@@ -121,9 +122,11 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         and a patch not graded yet; the session's calls run one at a time, as :meth:`reset_async`."""
         return _observation(*await self.step_outcome(action))
 
-    async def reset_outcome(self, **options: Any) -> tuple:
+    async def reset_outcome(self, /, **options: Any) -> tuple:
         """:meth:`reset_async`'s ``(obs, reward, terminated, truncated, info)`` as
-        ``IncidentEnv`` gave them, before any wire model (:mod:`srelib.serve.ws` sends them)."""
+        ``IncidentEnv`` gave them, before any wire model (:mod:`srelib.serve.ws` sends them).
+        ``self`` is positional only, here and in every reset, so that an option of that name is
+        refused as unknown, the same words by every route."""
         async with self._lock():
             if self._reset_loads(options):
                 return await asyncio.to_thread(self._reset, **options)
@@ -136,7 +139,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
                 return await asyncio.to_thread(self._step, action)
             return self._step(action)
 
-    def reset_now(self, **options: Any) -> tuple | None:
+    def reset_now(self, /, **options: Any) -> tuple | None:
         """:meth:`reset_outcome` at once, for a caller that cannot wait: the outcome when the
         reset runs on the event loop and no call of this session is under way, else None."""
         if self._busy() or self._reset_loads(options):
@@ -163,18 +166,21 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         return IncidentEnv.reset_loads(body.task, body.pool, body.mode)
 
     def _slow(self, action: SreAction) -> bool:
-        """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, text, or a patch that
-        may run the hidden tests)?"""
+        """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, text, a transition that
+        loads the repository or a patch that may run the hidden tests)?"""
         if action.text is not None or action.action_type in SLOW_ACTIONS:
             return True
+        env = self._env
+        if action.action_type == ActionType.TRANSITION_TO_PHASE2.value:
+            return env is not None and env.transition_loads()
         if action.action_type != ActionType.PROPOSE_PATCH.value:
             return False
-        diff, env = (action.parameters or {}).get("diff"), self._env
+        diff = (action.parameters or {}).get("diff")
         if not isinstance(diff, str) or len(diff) > MEMO_CHECK_CHARS:
             return True
         return env is not None and env.patch_runs_tests(diff)
 
-    def _reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+    def _reset(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
                task: Optional[str] = None, pool: Optional[str] = None,
                mode: Optional[str] = None, **options: Any) -> tuple:
         env = self._open_env()
