@@ -36,7 +36,7 @@ def get_scenario(name: str) -> Scenario:
     raise ValueError(unknown_task_message(name))
 
 
-@byte_lru(4 << 20)  # ~10 kB a scenario: the whole generated suite (~3 MB) fits
+@byte_lru(12 << 20)  # ~13 kB a scenario: all 609 generated tasks (~8 MB) fit
 def _generated(name: str) -> Scenario:
     return taskgen.build_scenario(name)
 
@@ -55,7 +55,7 @@ def in_memory(task: str, with_repo: bool = False) -> bool:
     return not with_repo or scenario.repo is None or load_repo.peek(scenario.repo) is not None
 
 
-@byte_lru(8 << 20)  # classic repos ~0.3 MB, a generated one ~17 kB: the suite (~6 MB) fits
+@byte_lru(16 << 20)  # classic repos ~0.3 MB, a generated one ~18 kB: all of them (~14 MB) fit
 def load_repo(name: str) -> Repo:
     """Load (once; repositories are static) the repository called ``name``: one in repo_data
     (:func:`.repos.classic_repo`) or a generated task's (``gen.<task id>``, built by

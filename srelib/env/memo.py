@@ -13,7 +13,7 @@ import threading
 import types
 from collections import OrderedDict
 from dataclasses import fields, is_dataclass
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Generic, Hashable, ParamSpec, Protocol, TypeVar, cast
 
 _MISSING = object()
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
@@ -93,12 +93,30 @@ class ByteLRU:
             self.nbytes = 0
 
 
-def byte_lru(max_bytes: int, size: Callable[[Hashable, Any], int] | None = None):
-    """Memoise a function of hashable arguments in a :class:`ByteLRU` (the wrapper's
-    ``memo``; ``cache_clear()`` as for ``functools.lru_cache``; ``peek(*args)``: the value
-    memoised for these positional arguments, else None, without calling the function)."""
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
-    def decorate(function: Callable) -> Callable:
+
+class Memoised(Protocol, Generic[P, R_co]):
+    """What :func:`byte_lru` makes of a function: called as the function; its :class:`ByteLRU`
+    ``memo``; ``cache_clear()`` as for ``functools.lru_cache``; ``peek(*args)``: the value
+    memoised for these positional arguments, else None, without calling the function."""
+
+    memo: ByteLRU
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def peek(self, *args: Hashable) -> R_co | None: ...
+
+    def cache_clear(self) -> None: ...
+
+
+def byte_lru(max_bytes: int, size: Callable[[Hashable, Any], int] | None = None
+             ) -> Callable[[Callable[P, R]], Memoised[P, R]]:
+    """Memoise a function of hashable arguments in a :class:`ByteLRU` (:class:`Memoised`)."""
+
+    def decorate(function: Callable[P, R]) -> Memoised[P, R]:
         memo = ByteLRU(max_bytes, size) if size else ByteLRU(max_bytes)
 
         @functools.wraps(function)
@@ -114,6 +132,6 @@ def byte_lru(max_bytes: int, size: Callable[[Hashable, Any], int] | None = None)
             return memo.get(args)
 
         vars(wrapper).update(memo=memo, cache_clear=memo.clear, peek=peek)
-        return wrapper
+        return cast(Memoised[P, R], wrapper)
 
     return decorate

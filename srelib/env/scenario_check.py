@@ -38,6 +38,8 @@ def check_folder(path: Path | str) -> list[str]:
         problems.append(str(exc))
         folder = None
     repo_name = raw.get("repo") if isinstance(raw, dict) else None
+    if not isinstance(repo_name, str):
+        return problems + [f"repo: scenario.json names no repository (repo is {repo_name!r})"]
     try:
         repo = load_repo(repo_name)
     except (ValueError, TypeError) as exc:
