@@ -389,14 +389,14 @@ class IncidentEnv:
         except ImportError as exc:
             return f"phase 2 is unavailable: {exc}"
         repo = load_repo(self._require_scenario().repo)
-        shas = {c.sha for c in repo.commits}
+        shas = repo.shas
         bad = None
         if belief.suspected_service in SERVICES:
             sha = self._require_episode().incident_deploys[SERVICES.index(belief.suspected_service)]
             bad = sha if sha in shas else None
         self._workspace = Workspace(repo)
         self._p2 = {"bad_commit_sha": bad, "issue": self._issue_text(belief),
-                    "file_tree": tuple(sorted(repo.tree))}
+                    "file_tree": repo.paths}
         self._phase = 2
         return None
 

@@ -15,7 +15,9 @@ dependency graph, callees first, so failures propagate transitively.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
+from typing import Callable
 
 from .actions import SERVICES
 from .deploy_history import initial_history, innocent_deploy, later_deploys
@@ -77,17 +79,11 @@ def _topological() -> tuple[int, ...]:
 _CALLEES_FIRST = _topological()
 
 
-class _Picker:
-    """Cheap small random choices from a block of the episode's random bytes."""
-
-    __slots__ = ("_bytes", "_at")
-
-    def __init__(self, block: bytes):
-        self._bytes, self._at = block, -1
-
-    def __call__(self, n: int) -> int:
-        self._at += 1
-        return self._bytes[self._at % len(self._bytes)] % n
+def _picker(block: bytes) -> Callable[[int], int]:
+    """Cheap small random choices from a block of the episode's random bytes, taken in turn
+    (round again past its end): ``pick(n)`` is the next byte modulo ``n``."""
+    draws = itertools.cycle(block)
+    return lambda n: next(draws) % n
 
 
 class Infrastructure:
@@ -98,7 +94,7 @@ class Infrastructure:
         # no background (routine deploys, noise), so none can be learned across tasks
         rng = random.Random(hashlib.sha256(scenario.name.encode() + b"\0" + rng.randbytes(16)).digest())
         self.scenario = scenario
-        pick = _Picker(rng.randbytes(256))
+        pick = _picker(rng.randbytes(256))
         shift = pick(4)  # every pre-page event moves together: the story stays consistent
         self.page = self.now = 14 * 60 + 25 + pick(31)
         before = self.page - shift

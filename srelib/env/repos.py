@@ -11,6 +11,7 @@ every fix diff applies to the final tree.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,22 @@ class Repo:
     def tasks(self) -> tuple[str, ...]:
         """The tasks whose hidden tests this repository carries."""
         return tuple(sorted(self.tests_by_task))
+
+    @functools.cached_property
+    def paths(self) -> tuple[str, ...]:
+        """The tree's file paths, sorted (worked out once: every episode's phase 2 shows them)."""
+        return tuple(sorted(self.tree))
+
+    @functools.cached_property
+    def folders(self) -> frozenset[str]:
+        """Every folder that holds a file of the tree, ``"."`` included."""
+        return frozenset({"."} | {"/".join(p.split("/")[:i]) for p in self.tree
+                                  for i in range(1, p.count("/") + 1)})
+
+    @functools.cached_property
+    def shas(self) -> frozenset[str]:
+        """The commits' shas."""
+        return frozenset(c.sha for c in self.commits)
 
     def _tests(self, task: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if task not in self.tests_by_task:

@@ -105,9 +105,7 @@ class Workspace:
 
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
-        self._dirs = {"."} | {
-            "/".join(p.split("/")[:i]) for p in repo.tree for i in range(1, p.count("/") + 1)
-        }
+        self._dirs = repo.folders
         self._handlers = {
             ActionType.LIST_DIR.value: self.list_dir,
             ActionType.READ_FILE.value: self.read_file,
@@ -208,7 +206,7 @@ class Workspace:
             def matches(line: str) -> bool:
                 return query in line
         hits, truncated, deadline = [], False, time.perf_counter() + SEARCH_BUDGET_S
-        paths = [p for p in sorted(self.repo.tree)
+        paths = [p for p in self.repo.paths
                  if fnmatch.fnmatchcase(p, glob) or fnmatch.fnmatchcase(p.rsplit("/", 1)[-1], glob)]
         for path in paths:
             for number, line in enumerate(self.repo.tree[path].splitlines(), 1):

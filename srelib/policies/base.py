@@ -9,7 +9,9 @@ the episode (any hashable; without it an item's position in the batch is its lan
 
 from __future__ import annotations
 
+import functools
 import inspect
+import types
 from typing import Any, Callable, Hashable, Protocol, Sequence, runtime_checkable
 
 from srelib.env.types import Action, Observation
@@ -75,20 +77,26 @@ def _reset(policy: Any, seed: int | None, task_name: str | None) -> None:
     reset = getattr(policy, "reset", None)
     if not callable(reset):
         return
+    function = getattr(reset, "__func__", reset)  # a method's signature: read once a class
+    names = (_function_keywords(function) if isinstance(function, types.FunctionType)
+             else _keywords(reset))
+    reset(**{name: value for name, value in (("seed", seed), ("task_name", task_name))
+             if name in names})
+
+
+def _keywords(reset: Callable) -> frozenset[str]:
+    """Which of ``seed`` and ``task_name`` ``reset`` is called with: both when it takes both
+    or any keyword, else the one it names (none when its signature cannot be read)."""
     try:
         params = inspect.signature(reset).parameters
     except (TypeError, ValueError):
-        reset()
-        return
-    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    if takes_kwargs or {"seed", "task_name"} <= set(params):
-        reset(seed=seed, task_name=task_name)
-    elif "seed" in params:
-        reset(seed=seed)
-    elif "task_name" in params:
-        reset(task_name=task_name)
-    else:
-        reset()
+        return frozenset()
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return frozenset({"seed", "task_name"})
+    return frozenset({"seed", "task_name"} & set(params))
+
+
+_function_keywords = functools.lru_cache(maxsize=256)(_keywords)
 
 
 def steps_taken(observation: dict) -> int:
