@@ -270,7 +270,7 @@ def grade_patch(repo_name: str, task: str, diff: object,
                 timeout_s: float = DEFAULT_TIMEOUT_S) -> PatchGrade:
     """Grade a diff against ``task``'s hidden tests (see the module docstring), guarding the
     task's bug site (:mod:`srelib.env.site_guard`); memoised."""
-    return grade_diff(repo_name, *_test_ids(repo_name, task), diff, timeout_s,
+    return grade_diff(repo_name, *_test_ids(load_repo(repo_name), task), diff, timeout_s,
                       site=site_units(task))
 
 
@@ -286,16 +286,15 @@ def grade_memoised(repo_name: str, task: str, diff: object,
         return False
     try:
         level = grading_level()
-        f2p_ids, p2p_ids = repo.fail_to_pass(task), repo.pass_to_pass(task)
+        f2p_ids, p2p_ids = _test_ids(repo, task)
     except (SandboxRefused, ValueError):
         return False
     return _memo_key(repo_name, f2p_ids, p2p_ids, normalise_diff(diff), timeout_s, level,
                      site) in _MEMO
 
 
-def _test_ids(repo_name: str, task: str) -> tuple[list[str], list[str]]:
-    """``task``'s FAIL_TO_PASS and PASS_TO_PASS test ids."""
-    repo = load_repo(repo_name)
+def _test_ids(repo: Repo, task: str) -> tuple[list[str], list[str]]:
+    """``task``'s FAIL_TO_PASS and PASS_TO_PASS test ids in ``repo``."""
     return repo.fail_to_pass(task), repo.pass_to_pass(task)
 
 
