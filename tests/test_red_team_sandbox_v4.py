@@ -335,3 +335,117 @@ def test_two_sandboxes_share_no_socket_ipc_or_signals(scratch, level):
     assert result["run"].returncode == 0 and held["shm"] >= 0
     assert seen == {"abstract socket": errno.ECONNREFUSED, "sysv shm": errno.ENOENT,
                     "signal": errno.ESRCH}
+
+
+# ----------------------------------------------------------------- 3. grader failures
+
+@pytest.fixture
+def tiny_apply_folder(monkeypatch):
+    """A real tmpfs of 1 MiB, made here, as the folder patches are applied in."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = tempfile.mkdtemp(prefix="srelib-test-enospc-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "none", folder], check=True)
+    monkeypatch.setattr(patching, "apply_folder", lambda: folder)
+    patching._MEMO.clear()
+    try:
+        yield Path(folder)
+    finally:
+        subprocess.run(["umount", "-l", folder], check=True)
+        os.rmdir(folder)
+        patching._MEMO.clear()
+
+
+def _fill(folder: Path, leave: int) -> Path:
+    """Fill ``folder``'s filesystem until ``leave`` bytes or fewer are free; the filler."""
+    filler = folder / "filler"
+    with filler.open("wb") as out:
+        while True:
+            stats = os.statvfs(folder)
+            room = stats.f_bavail * stats.f_frsize - leave
+            if room <= 0:
+                break
+            try:
+                out.write(b"\0" * min(room, 1 << 16))
+                out.flush()
+            except OSError:
+                break
+    return filler
+
+
+def _tree_bytes() -> int:
+    """What the repository's tree takes on a tmpfs: a page per file at least."""
+    return sum(-(-max(1, len(t.encode())) // 4096) * 4096 for t in load_repo("orders_batch").tree.values())
+
+
+@pytest.mark.parametrize("room", ["full", "nearly full"])
+def test_a_full_apply_folder_is_a_grading_error_never_memoised(tiny_apply_folder, room):
+    """The issue's cases: a full /dev/shm made grade_patch raise ENOSPC, and a nearly full one
+    graded a correct fix (with a long docstring) "no" and memoised it. Now both are grading
+    errors, tried twice, never memoised; with room again the same diff is resolved."""
+    diff = _fix_diff('\n\ndef documented():\n    """' + "x" * 300_000 + '"""\n')
+    filler = _fill(tiny_apply_folder, 0 if room == "full" else _tree_bytes() + 8192)
+    with pytest.raises(GradingError) as raised:
+        patching.grade_patch("orders_batch", "memory_leak", diff)
+    assert raised.value.kind == "no_space" and raised.value.attempts == patching.GRADING_ATTEMPTS
+    assert not patching.grade_memoised("orders_batch", "memory_leak", diff)
+    filler.unlink()
+    assert patching.grade_patch("orders_batch", "memory_leak", diff)["resolved"] == "full"
+
+
+def test_a_sandbox_killed_before_the_tests_start_is_a_grading_error(monkeypatch):
+    """A stand-in runner (named: it replaces sandbox_runner.py) that SIGKILLs itself before it
+    reads its input, in a real sandbox: no patched code ran, so no verdict."""
+    monkeypatch.setenv(spare.SPARE_ENV, "0")
+    monkeypatch.setattr(probe_run, "_runner_source", lambda: "import os; os.kill(os.getpid(), 9)")
+    patching._MEMO.clear()
+    with pytest.raises(GradingError) as raised:
+        patching.grade_patch("orders_batch", "memory_leak", _fix_diff())
+    assert raised.value.kind == "sandbox_killed"
+    assert not patching.grade_memoised("orders_batch", "memory_leak", _fix_diff())
+    monkeypatch.undo()
+    assert patching.grade_patch("orders_batch", "memory_leak", _fix_diff())["resolved"] == "full"
+
+
+def test_a_missing_tool_is_a_grading_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git, no patch
+    patching._MEMO.clear()
+    with pytest.raises(GradingError) as raised:
+        patching.grade_patch("orders_batch", "memory_leak", _fix_diff())
+    assert raised.value.kind == "missing_tool" and "git" in raised.value.message
+    assert not patching.grade_memoised("orders_batch", "memory_leak", _fix_diff())
+
+
+def test_step_never_raises_and_a_resumed_run_grades_it_again(tiny_apply_folder, tmp_path):
+    """With the apply folder full, the episode ends with no score and ``grading_error`` in
+    ``info`` (step does not raise), its row in evaluate's frame says why and is counted apart;
+    once there is room, running again with the same ``out`` grades it."""
+    from srelib.env.core import IncidentEnv
+    from srelib.env.lookup import get_scenario
+    from srelib.policies.scripted.reference import ReferencePolicy
+    from srelib.runners.rollout import GradingErrorWarning, evaluate
+
+    filler = _fill(tiny_apply_folder, 0)
+    env, policy = IncidentEnv(), ReferencePolicy()
+    obs, info = env.reset(task="memory_leak", seed=0, mode="p2_only")
+    policy.reset(seed=0, task_name="memory_leak")
+    policy.receive_answer("memory_leak", get_scenario("memory_leak"))
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(policy(obs, obs["current_phase"], "memory_leak"))
+        done = terminated or truncated
+    assert info["score"] is None and info["grading_error"]["kind"] == "no_space"
+
+    out = tmp_path / "run"
+    with pytest.warns(GradingErrorWarning, match="1 of 1 episodes could not be graded"):
+        frame = evaluate({"reference": ReferencePolicy}, tasks=["memory_leak"], pools=[None],
+                         seeds=1, mode="p2_only", out=out, progress=False)
+    assert frame.attrs["grading_errors"] == 1 and frame["final"].isna().all()
+    assert frame["grading_error"].iloc[0].startswith("no_space: ")
+    filler.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GradingErrorWarning)
+        again = evaluate({"reference": ReferencePolicy}, tasks=["memory_leak"], pools=[None],
+                         seeds=1, mode="p2_only", out=out, progress=False)
+    assert again.attrs["grading_errors"] == 0 and again["grading_error"].isna().all()
+    assert again["resolved"].tolist() == ["full"] and again["final"].iloc[0] > 0.9
