@@ -12,7 +12,8 @@ every srelib process on the machine shares through lock files. A slot brings:
   memory and pids controllers enabled, or v1's memory and pids hierarchies): ``memory.max``
   ``GRADING_MEMORY`` (everything the grading's processes and its tmpfs hold), ``pids.max``
   ``GRADING_PIDS``, and under v2 ``cpu.max`` one CPU. The sandbox's first process joins it
-  before it starts anything (:func:`joined`).
+  before it starts anything (:func:`joined`); when the slot is released, whatever is still
+  in the cgroup is killed, even a process that left the sandbox's process group.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import contextlib
 import fcntl
 import functools
 import os
+import signal
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +85,32 @@ def acquire(stack: contextlib.ExitStack, uid_drop: bool) -> Slot:
             if index != held:
                 os.close(fd)
     stack.callback(os.close, fds[held])
-    return Slot(held, GRADING_UIDS[held] if uid_drop else None, _cgroup(held))
+    procs = _cgroup(held)
+    _clear(procs)  # whatever a crashed holder left behind
+    stack.callback(_clear, procs)  # before the slot is released: nothing of it outlives it
+    return Slot(held, GRADING_UIDS[held] if uid_drop else None, procs)
+
+
+def _clear(procs: tuple[str, ...], wait_s: float = 2.0) -> None:
+    """Kill every process in the cgroups whose ``cgroup.procs`` files are ``procs`` (even one
+    that left the sandbox's process group or namespace), and wait (up to ``wait_s``) until
+    none is left, exited processes not yet reaped included (``pids.current``, which counts
+    them against the next holder's ``pids.max``)."""
+    deadline = time.monotonic() + wait_s
+    for path in procs:
+        counted = Path(path).with_name("pids.current")
+        while time.monotonic() < deadline:
+            try:
+                pids = [int(pid) for pid in Path(path).read_text().split()]
+                left = int(counted.read_text()) if counted.exists() else len(pids)
+            except (OSError, ValueError):
+                break
+            if not left:
+                break
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
 
 
 def joined(argv: list[str], slot: Slot) -> list[str]:
