@@ -58,6 +58,9 @@ def _lock_folder() -> Path:
 def acquire(stack: contextlib.ExitStack, uid_drop: bool) -> Slot:
     """Hold a free slot until ``stack`` closes (waiting for one if all are held).
 
+    A free slot whose cgroup still counts processes (killed ones not yet reaped, which count
+    against ``pids.max``) is taken only when no other is free, and then once they are gone.
+
     Args:
         stack: closed when the sandbox has ended; releases the slot.
         uid_drop: does the sandbox drop to a uid (root)? Else there is one slot.
@@ -66,46 +69,58 @@ def acquire(stack: contextlib.ExitStack, uid_drop: bool) -> Slot:
     """
     count = SLOTS if uid_drop else 1
     folder = _lock_folder()
-    fds = [os.open(folder / f"slot-{i}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-           for i in range(count)]
-    held = None
-    try:
-        for index, fd in enumerate(fds):
+    held, fd = None, -1
+    for clean_only in (True, False):
+        for index in range(count):
+            fd = os.open(folder / f"slot-{index}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                os.close(fd)
+                continue
+            if clean_only and _counted(_cgroup(index)):
+                os.close(fd)
                 continue
             held = index
             break
-        if held is None:  # all taken: wait for one (the process's own turn in the ring)
-            held = os.getpid() % count
-            fcntl.flock(fds[held], fcntl.LOCK_EX)
-    finally:
-        for index, fd in enumerate(fds):
-            if index != held:
-                os.close(fd)
-    stack.callback(os.close, fds[held])
+        if held is not None:
+            break
+    if held is None:  # all taken: wait for one (the process's own turn in the ring)
+        held = os.getpid() % count
+        fd = os.open(folder / f"slot-{held}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    stack.callback(os.close, fd)
     procs = _cgroup(held)
-    _clear(procs)  # whatever a crashed holder left behind
+    _clear(procs, reaped=True)  # whatever an earlier holder left behind, gone
     stack.callback(_clear, procs)  # before the slot is released: nothing of it outlives it
     return Slot(held, GRADING_UIDS[held] if uid_drop else None, procs)
 
 
-def _clear(procs: tuple[str, ...], wait_s: float = 2.0) -> None:
-    """Kill every process in the cgroups whose ``cgroup.procs`` files are ``procs`` (even one
-    that left the sandbox's process group or namespace), and wait (up to ``wait_s``) until
-    none is left, exited processes not yet reaped included (``pids.current``, which counts
-    them against the next holder's ``pids.max``)."""
-    deadline = time.monotonic() + wait_s
+def _counted(procs: tuple[str, ...]) -> int:
+    """How many processes (exited ones not yet reaped included) the cgroups hold."""
+    total = 0
     for path in procs:
         counted = Path(path).with_name("pids.current")
+        try:
+            total += int(counted.read_text()) if counted.exists() else len(Path(path).read_text().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _clear(procs: tuple[str, ...], reaped: bool = False, wait_s: float = 2.0) -> None:
+    """Kill every process in the cgroups whose ``cgroup.procs`` files are ``procs`` (even one
+    that left the sandbox's process group or namespace) until none is listed; with ``reaped``,
+    also wait until exited ones are reaped (``pids.current``: they count against the next
+    holder's ``pids.max``). Gives up after ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    for path in procs:
         while time.monotonic() < deadline:
             try:
                 pids = [int(pid) for pid in Path(path).read_text().split()]
-                left = int(counted.read_text()) if counted.exists() else len(pids)
             except (OSError, ValueError):
                 break
-            if not left:
+            if not pids and not (reaped and _counted((path,))):
                 break
             for pid in pids:
                 with contextlib.suppress(OSError):
