@@ -205,7 +205,7 @@ class Episode:
         located = self.localisation()
         values.update({k: located[k] if k in located else getattr(self, k)
                        for k in COLUMNS if k not in values})
-        return values
+        return {k: values[k] for k in COLUMNS}
 
 
 def plan_digest(keys: Iterable) -> str:
