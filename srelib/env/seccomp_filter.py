@@ -158,33 +158,63 @@ def filter_bpf() -> bytes:
         lib.seccomp_release(ctx)
 
 
-#: ``python -I -S -c ENTER_SOURCE <filter as hex> <keyctl's number> -- argv...``: join a new
-#: session keyring, set no-new-privileges, load the filter, exec ``argv`` (standard library only).
-ENTER_SOURCE = r"""
-import ctypes, os, sys
-program, keyctl, argv = bytes.fromhex(sys.argv[1]), int(sys.argv[2]), sys.argv[4:]
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-if keyctl >= 0 and libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(1), None) < 0:
-    code = ctypes.get_errno()  # KEYCTL_JOIN_SESSION_KEYRING, a new anonymous one
-    if code not in (1, 38):  # EPERM, ENOSYS: keyrings already out of reach (an outer filter)
-        sys.exit("sandbox: cannot join a session keyring: " + os.strerror(code))
-class Filter(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-prog = Filter(len(program) // 8, program)
-if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:
-    sys.exit("sandbox: cannot load the system-call filter: " + os.strerror(ctypes.get_errno()))
-os.execv(argv[0], argv)
+#: ``_srelib_enter(program, keyctl)``: join a new session keyring (``keyctl``: the call's
+#: number, -1 for none), set no-new-privileges and load the BPF ``program`` (stdlib only).
+ENTER_FUNCTION = r"""
+def _srelib_enter(program, keyctl):
+    import ctypes, os, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if keyctl >= 0 and libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(1), None) < 0:
+        code = ctypes.get_errno()  # KEYCTL_JOIN_SESSION_KEYRING, a new anonymous one
+        if code not in (1, 38):  # EPERM, ENOSYS: keyrings already out of reach (an outer filter)
+            sys.exit("sandbox: cannot join a session keyring: " + os.strerror(code))
+    class Filter(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+    prog = Filter(len(program) // 8, program)
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:
+        sys.exit("sandbox: cannot load the system-call filter: " + os.strerror(ctypes.get_errno()))
+"""
+#: ``python -I -S -c ENTER_SOURCE <filter as hex> <keyctl's number> -- argv...``: enter, then
+#: exec ``argv``.
+ENTER_SOURCE = ENTER_FUNCTION + """
+import os, sys
+_srelib_enter(bytes.fromhex(sys.argv[1]), int(sys.argv[2]))
+os.execv(sys.argv[4], sys.argv[4:])
 """
 
 
+def _keyctl() -> int:
+    number = syscall_number("keyctl")
+    return -1 if number is None else number
+
+
 def entered(argv: list[str], python: str) -> list[str]:
-    """``argv`` started through :data:`ENTER_SOURCE` run by ``python``: in a session keyring
-    of its own, under :func:`filter_bpf`.
+    """``argv`` in a session keyring of its own, under :func:`filter_bpf`. A ``python -c``
+    program of ``python`` enters first thing in its own process (its source is prefixed with
+    :data:`ENTER_FUNCTION` and the call: no interpreter started for it alone); any other
+    command is started by :data:`ENTER_SOURCE`.
 
     Raises:
         SeccompUnavailable: libseccomp is missing or refuses a rule.
     """
-    keyctl = syscall_number("keyctl")
-    return [python, "-I", "-S", "-c", ENTER_SOURCE, filter_bpf().hex(),
-            str(-1 if keyctl is None else keyctl), "--", *argv]
+    position = _source_position(argv, python)
+    if position is not None:
+        call = f"_srelib_enter(bytes.fromhex({filter_bpf().hex()!r}), {_keyctl()})\ndel _srelib_enter\n"
+        return [*argv[:position], ENTER_FUNCTION + call + argv[position], *argv[position + 1:]]
+    return [python, "-I", "-S", "-c", ENTER_SOURCE, filter_bpf().hex(), str(_keyctl()), "--",
+            *argv]
+
+
+def _source_position(argv: list[str], python: str) -> int | None:
+    """The index of the source in ``python [-flags] -c SOURCE ...``, if ``argv`` is that and
+    the source may take a prefix (no ``from __future__`` import, which must come first)."""
+    if not argv or argv[0] != python:
+        return None
+    for index, arg in enumerate(argv[1:], 1):
+        if arg == "-c":
+            source = argv[index + 1] if index + 1 < len(argv) else None
+            return None if source is None or "__future__" in source else index + 1
+        if not arg.startswith("-") or arg in ("-m", "-W", "-X"):
+            return None
+    return None
