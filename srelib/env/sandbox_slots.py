@@ -138,6 +138,7 @@ def joined(argv: list[str], slot: Slot) -> list[str]:
     return ["/bin/sh", "-c", script, "sh", str(len(slot.procs)), *slot.procs, *argv]
 
 
+@functools.lru_cache(maxsize=SLOTS)  # made and set once per process
 def _cgroup(index: int) -> tuple[str, ...]:
     """The ``cgroup.procs`` files of slot ``index``'s cgroups, made and set to the limits;
     none where this machine does not let us."""
