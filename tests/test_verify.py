@@ -13,7 +13,8 @@ import srelib
 from srelib.env.core import IncidentEnv
 from srelib.env.grading import score_trajectory
 from srelib.policies.scripted.reference import ReferencePolicy, phase2_plan
-from srelib.results import Episode, RunStore, count_parse_failures, load_run
+from srelib.results import Episode, RunStore, count_parse_failures
+from srelib.runners.runs import load_run
 from srelib.runners.rollout import run_episode
 from srelib.adversarial.blunt import NullPolicy
 from tests.test_env_fuzz import actions as fuzz_actions
