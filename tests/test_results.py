@@ -7,7 +7,8 @@ import pytest
 
 from srelib.env.actions import PARSE_ERROR
 from srelib.results import (COLUMNS, EPISODES_FILE, CorruptLinesWarning, Episode, RunStore,
-                            count_parse_failures, load_config, load_episodes, load_run)
+                            count_parse_failures, load_config, load_episodes)
+from srelib.runners.runs import load_run
 
 
 def _episode(seed=0, policy="heuristic", final=0.5):
