@@ -1,13 +1,19 @@
 """Replaying saved episodes: a stored trajectory is checked, never trusted as written.
 
 This is the one replay of stored episodes: the trajectory viewer, the static HTML page and the
-training-data export take the observations it recovers. :func:`verify_episode` resets a fresh environment with the episode's task, pool, mode and seed,
-steps it through the recorded actions and compares every record the environment writes with
-the stored one, then re-grades the replayed trajectory and compares the score. An edited,
-appended or re-scored record shows up as a mismatch. ``srelib.load_run(path, verify=True)``
-runs it over a whole run (:func:`verify_run`), and checks the run's episodes against the grid
-its manifest planned. A replay shows that the records and score are what the environment
-produces for those actions; it cannot show which policy chose them.
+training-data export take the observations it recovers. :func:`verify_episode` resets a fresh
+environment with the episode's task, pool, mode and seed, steps it through the recorded actions
+and compares every record the environment writes with the stored one, then re-grades the
+replayed trajectory and compares the score. An edited, appended or re-scored record shows up
+as a mismatch. :func:`verify_run` runs it over a whole run, checks the run's episodes against
+the grid its manifest planned and that grid against what ``evaluate`` makes
+(:mod:`srelib.results.grid`), names the non-standard settings it was scored under
+(:mod:`srelib.results.settings`) and checks its signature (:mod:`srelib.results.signing`). A
+replay shows that the records and score are what the environment produces for those actions;
+it cannot show which policy chose them: ``srelib.load_run(path, verify=True)`` passes
+:func:`verify_run` a ``rerun`` that plays registered scripted policies again
+(:mod:`srelib.runners.rerun`), and reports the other policies' choices as claims
+(docs/verification.md).
 
 Every field of an episode is either checked or listed in ``results.UNVERIFIABLE`` (what the
 policy cost, the text of its failure, whether it was handed the answer). Checked: the task,
