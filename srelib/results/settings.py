@@ -14,8 +14,20 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-#: Settings srelib scores under: no runner step cap, no supplied null repair.
-STANDARD = {"max_steps": None, "null_repair": None}
+
+def section(record: Any, name: str) -> Mapping[str, Any]:
+    """``record[name]`` when ``record`` and it are mappings, else ``{}`` (a manifest from
+    elsewhere may lack any key, or hold anything under it).
+
+    Args:
+        record: a parsed ``run.json`` or a part of it.
+        name: the key.
+
+    Returns:
+        The mapping under ``name``, or an empty one.
+    """
+    value = record.get(name) if isinstance(record, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
 
 
 def standard_weights() -> dict[str, float]:
@@ -35,7 +47,7 @@ def nonstandard_settings(manifest: Mapping[str, Any]) -> list[str]:
     Returns:
         Sentences naming the setting, its value and srelib's.
     """
-    config = manifest.get("config") if isinstance(manifest.get("config"), Mapping) else {}
+    config = section(manifest, "config")
     found = []
     cap = config.get("max_steps")
     if cap not in (None, 0):
@@ -64,8 +76,7 @@ def version_claims(manifest: Mapping[str, Any]) -> list[str]:
     """
     from srelib._version import __version__
 
-    versions = manifest.get("versions") if isinstance(manifest.get("versions"), Mapping) else {}
-    said = versions.get("srelib")
+    said = section(manifest, "versions").get("srelib")
     if said == __version__:
         return []
     return [f"the run says srelib {said!r} made it; srelib {__version__} replayed it, so its "

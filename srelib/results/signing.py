@@ -37,11 +37,17 @@ class RunKey:
     private: Any = None
     public: Any = None
 
+    def mac(self, message: bytes) -> bytes:
+        """HMAC-SHA256 of ``message`` under the secret (an HMAC key only)."""
+        if self.secret is None:
+            raise ValueError(f"a {self.scheme} key has no HMAC secret")
+        return hmac.new(self.secret, message, hashlib.sha256).digest()
+
     @property
     def key_id(self) -> str:
         """A short public name of the key (never the secret): which key signed a run."""
         if self.scheme == "hmac-sha256":
-            return hmac.new(self.secret, b"srelib run key id", hashlib.sha256).hexdigest()[:16]
+            return self.mac(b"srelib run key id").hex()[:16]
         from cryptography.hazmat.primitives import serialization
 
         raw = self.public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
@@ -119,7 +125,7 @@ def sign_run(run: str | os.PathLike, key_file: str | os.PathLike) -> Path:
         raise ValueError(f"{run} has no run.json to sign")
     message = _message(run, key.scheme)
     if key.scheme == "hmac-sha256":
-        signature = hmac.new(key.secret, message, hashlib.sha256).hexdigest()
+        signature = key.mac(message).hex()
     elif key.private is None:
         raise ValueError(f"{key_file} is an Ed25519 public key: signing needs the private key")
     else:
@@ -136,7 +142,7 @@ def _valid(key: RunKey, message: bytes, signature: str) -> bool:
     except (TypeError, ValueError):
         return False
     if key.scheme == "hmac-sha256":
-        return hmac.compare_digest(hmac.new(key.secret, message, hashlib.sha256).digest(), raw)
+        return hmac.compare_digest(key.mac(message), raw)
     from cryptography.exceptions import InvalidSignature
 
     try:

@@ -270,7 +270,7 @@ def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
         The :class:`RunVerification`.
     """
     from srelib.results.grid import episode_name, grid_findings
-    from srelib.results.settings import nonstandard_settings, version_claims
+    from srelib.results.settings import nonstandard_settings, section, version_claims
     from srelib.results.signing import signature_findings
     from srelib.results.store import RunManifest, load_config, load_episodes, plan_digest
 
@@ -294,7 +294,7 @@ def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
     grid_problems, grid_claims = grid_findings(planned)
     problems += grid_problems
     claims += grid_claims
-    config = record.get("config") if isinstance(record.get("config"), dict) else {}
+    config = section(record, "config")
     unplanned = sorted(set(config.get("policies") or ()) - {k[0] for k in planned})
     if unplanned:
         problems.append(f"the config names policies {unplanned} that the plan never plays")

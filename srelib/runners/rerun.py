@@ -18,9 +18,11 @@ import functools
 import json
 from typing import Any, Mapping
 
+import srelib.policies as policies
 from srelib.policies.oracle import needs_answer
 from srelib.policies.registry import POLICY_CLASSES, build_policy, scripted_policy
 from srelib.results.grid import episode_name
+from srelib.results.settings import section
 from srelib.results.store import Episode
 from srelib.runners.play import run_episode
 
@@ -38,12 +40,8 @@ def scripted_name(spec: Any) -> str | None:
     """
     if isinstance(spec, functools.partial) and spec.func is build_policy and not spec.keywords:
         classes = tuple(spec.args)
-    elif isinstance(spec, type):
+    elif isinstance(spec, type) and getattr(policies, spec.__name__, None) is spec:
         classes = (spec.__name__,)
-        import srelib.policies as policies
-
-        if getattr(policies, spec.__name__, None) is not spec:
-            return None
     else:
         return None
     return next((name for name, names in POLICY_CLASSES.items() if names == classes), None)
@@ -87,8 +85,8 @@ def rerun_findings(episode: Episode, manifest: Mapping[str, Any]) -> tuple[list[
         an oracle flag that differs from the registered policy's, an unregistered episode that
         plays exactly as an oracle policy. Claims: an unregistered policy's choice of actions.
     """
-    config = manifest.get("config") if isinstance(manifest.get("config"), Mapping) else {}
-    registered = config.get("registered") if isinstance(config.get("registered"), Mapping) else {}
+    config = section(manifest, "config")
+    registered = section(config, "registered")
     cap, label, where = config.get("max_steps"), episode.policy, episode_name(episode.key)
     name = registered.get(label)
     if name is None:
