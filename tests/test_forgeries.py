@@ -501,3 +501,16 @@ def test_eval_signs_and_verify_checks_on_the_command_line(tmp_path, capsys):
     assert main(["verify", str(run), "--key", str(key)]) == 1
     out = capsys.readouterr().out
     assert "NOT verified: 1 problem(s)" in out and "changed after signing" in out
+
+
+def test_a_step_cap_is_shown_by_eval_verify_and_the_frames(tmp_path, capsys):
+    run = tmp_path / "capped"
+    assert main(["eval", "--policy", "heuristic", "--tasks", TRAIN, "--seeds", "1", "--out",
+                 str(run), "--no-progress", "--max-steps", "2"]) == 0
+    assert "Scored under non-standard settings: max_steps=2" in capsys.readouterr().out
+    assert main(["verify", str(run)]) == 0
+    assert "scored under non-standard settings: max_steps=2" in capsys.readouterr().out
+    assert srelib.load_run(run).attrs["nonstandard"][0].startswith("max_steps=2")
+    frame = evaluate({"heuristic": scripted_policy("heuristic")}, tasks=[TRAIN], seeds=1,
+                     max_steps=2, progress=False)
+    assert frame.attrs["nonstandard"][0].startswith("max_steps=2")

@@ -72,14 +72,15 @@ def cmd_report(args) -> int:
 
 
 def print_summary(frame, policies: Sequence[str] | None = None) -> str:
-    """Print the mean final score per task with its CI (``policies`` only, in that order);
-    returns the table's Markdown."""
+    """Print the mean final score per task with its CI (``policies`` only, in that order),
+    after a line for each non-standard setting the frame was scored under
+    (``frame.attrs["nonstandard"]``); returns that Markdown."""
     from srelib.analysis.stats import summary_table, to_markdown
 
     table = summary_table(frame)
     text = to_markdown(table if policies is None else table[list(policies)])
-    for setting in frame.attrs.get("nonstandard") or ():
-        print(f"Scored under non-standard settings: {setting}")
+    text = "".join(f"Scored under non-standard settings: {setting}\n\n"
+                   for setting in frame.attrs.get("nonstandard") or ()) + text
     print("Mean final score per task [95% bootstrap CI]:\n")
     print(text)
     return text
