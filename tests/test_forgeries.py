@@ -514,3 +514,21 @@ def test_a_step_cap_is_shown_by_eval_verify_and_the_frames(tmp_path, capsys):
     frame = evaluate({"heuristic": scripted_policy("heuristic")}, tasks=[TRAIN], seeds=1,
                      max_steps=2, progress=False)
     assert frame.attrs["nonstandard"][0].startswith("max_steps=2")
+
+
+def test_a_run_resumed_with_another_policy_still_re_runs_the_first(tmp_path):
+    run = tmp_path / "run"
+    evaluate({"null": scripted_policy("null")}, tasks=[TRAIN], seeds=2, out=run, progress=False)
+    evaluate({"reference": scripted_policy("reference")}, tasks=[TRAIN], seeds=2, out=run,
+             progress=False)
+    assert json.loads((run / RUN_FILE).read_text())["config"]["registered"] == {
+        "null": "null", "reference": "reference"}
+    assert _verified(run).attrs["claims"] == []
+
+    def swap(episodes):
+        for e in episodes:
+            e["policy"] = "reference" if e["policy"] == "null" else "null"
+            e["oracle"] = e["policy"] == "reference"
+
+    _rejected(_forge(tmp_path, tmp_path / "swap", swap), f"{_name('null', 0)}: srelib's 'null' "
+              "re-run")

@@ -264,7 +264,8 @@ class RunStore:
         weak level) and whether its verdicts are ``verified`` (kept on resume); the planned grid
         (``plan``: episode keys, added to those planned before when resuming) with its digest;
         the episode fields no replay can check (:data:`UNVERIFIABLE`) and srelib's score
-        weights."""
+        weights. Resuming keeps ``config.registered`` (policy -> srelib registry name) of the
+        policies planned before that this call does not name."""
         from srelib.env.sandbox import HOLDING_LEVELS, isolation_level, sandbox_mode
         from srelib.redact import redact
 
@@ -284,6 +285,8 @@ class RunStore:
             if planned:
                 unique = list({json.dumps(k): k for k in planned}.values())
                 record["plan"] = {"episodes": unique, "digest": plan_digest(unique)}
+            if self.resumed:
+                _keep_registered(previous, record)
             _replace(run_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
     def append(self, episode: Episode) -> bool:
@@ -342,6 +345,20 @@ class RunStore:
                 kept.append(line + b"\n")
         if skipped or len(kept) != data.count(b"\n"):
             _replace(self.episodes_path, b"".join(kept))
+
+
+def _keep_registered(previous: RunManifest, record: RunManifest) -> None:
+    """Carry the registry names of policies planned by earlier calls into a resumed manifest,
+    so their episodes are still re-run (:mod:`srelib.runners.rerun`)."""
+    from srelib.results.settings import section
+
+    config = record.get("config")
+    before = section(section(previous, "config"), "registered")
+    if not isinstance(config, dict) or not before:
+        return
+    named = set(section(config, "policies"))
+    config["registered"] = {**{k: v for k, v in before.items() if k not in named},
+                            **section(config, "registered")}
 
 
 def _line_key(line: bytes) -> tuple | None:
