@@ -20,6 +20,7 @@ from srelib.results.settings import nonstandard_settings
 from srelib.results.store import Episode, RunStore, frame_from_episodes, iter_episodes
 from srelib.runners.executors import RayExecutor, run_on, run_unit, work_units
 from srelib.runners.play import EpisodeJob, episode_record, reset_policy, run_episode
+from srelib.runners.rerun import scripted_name
 from srelib.runners.workers import process_pool
 
 __all__ = ["JOINT_POOLS", "EpisodeJob", "RayExecutor", "episode_record", "evaluate", "plan",
@@ -178,8 +179,6 @@ def _as_list(value: Any) -> list:
 def _run_config(policies: Mapping[str, Any], tasks: Any, pools: Any, seeds: Any,
                 mode: str | None, max_steps: int | None, null_repair: Any,
                 workers: int) -> dict:
-    from srelib.runners.rerun import scripted_name
-
     registered = {n: scripted_name(p) for n, p in policies.items()}
     return {"policies": {n: describe(p) for n, p in policies.items()},
             "registered": {n: r for n, r in registered.items() if r is not None}, "tasks": tasks,
