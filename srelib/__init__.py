@@ -33,7 +33,9 @@ _EXPORTS = {
     "episode_steps": "srelib.episode",
     "drive": "srelib.episode",
     "Episode": "srelib.results.store",
-    "load_run": "srelib.results.runs",
+    "load_run": "srelib.runners.runs",
+    "verify_run": "srelib.runners.runs",
+    "sign_run": "srelib.results.signing",
     "load_episodes": "srelib.results.store",
     "load_episode": "srelib.results.store",
     "verify_episode": "srelib.results.verify",
@@ -66,7 +68,8 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
     from srelib.env.spec import EpisodeSpec
     from srelib.episode import EpisodeRun, episode_steps, drive
     from srelib.results.store import Episode, load_episodes, load_episode
-    from srelib.results.runs import load_run
+    from srelib.runners.runs import load_run, verify_run
+    from srelib.results.signing import sign_run
     from srelib.results.verify import verify_episode
     from srelib.runners.rollout import run_episode, evaluate
     from srelib.analysis.ceiling import measure_null_context, ceiling_table, ceiling_episodes, summarize_ceiling

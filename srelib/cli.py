@@ -4,6 +4,7 @@
     srelib tasks check srelib/env/scenario_data/memory_leak
     srelib tasks audit --suite generated
     srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
+    srelib verify runs/h --key run.key
     srelib report runs/h
     srelib demo --out results
     srelib serve --port 8000 --max-sessions 16
@@ -26,7 +27,7 @@ from srelib.commands.demo import cmd_demo
 from srelib.commands.options import (MAX_IDLE_S, MAX_SEED, MAX_SEED_COUNT, MAX_SESSIONS, MAX_STEPS,
                                      MAX_WORKERS, epochs_option, pools_option, seeds_option,
                                      whole_number)
-from srelib.commands.runs import cmd_eval, cmd_report
+from srelib.commands.runs import cmd_eval, cmd_report, cmd_verify
 from srelib.commands.serve import cmd_serve
 from srelib.commands.swebench import cmd_swebench_export, cmd_swebench_grade
 from srelib.commands.tasks import cmd_tasks, cmd_tasks_audit, cmd_tasks_check
@@ -99,7 +100,19 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", required=True, help="run directory (resumed if it exists)")
     ev.add_argument("--no-resume", action="store_true", help="discard episodes already in --out")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    ev.add_argument("--sign", default=None, metavar="KEYFILE", help="sign the finished run "
+                    "(run.sig): an HMAC secret file, or an Ed25519 PEM private key")
     ev.set_defaults(run=cmd_eval, parser=ev)
+
+    verify = sub.add_parser("verify", help="replay a run, re-run its scripted policies, check "
+                            "its grid and signature; exit 1 when it does not verify")
+    verify.add_argument("run_dir", help="a run directory written by 'srelib eval' or evaluate")
+    verify.add_argument("--key", default=None, metavar="KEYFILE",
+                        help="check run.sig with this HMAC secret or Ed25519 (public) key")
+    verify.add_argument("--limit", type=whole_number(1, 10_000), default=20,
+                        help="problems and claims shown of each (default 20)")
+    verify.add_argument("--all", action="store_true", help="show every problem and claim")
+    verify.set_defaults(run=cmd_verify, parser=verify)
 
     report = sub.add_parser("report", help="print a run's summary and write its plots")
     report.add_argument("run_dir", help="a run directory written by 'srelib eval' "

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from srelib.results import EPISODES_FILE, KEY_COLUMNS, load_run
+from srelib.results import EPISODES_FILE, KEY_COLUMNS
+from srelib.runners.runs import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,8 @@ import pytest
 
 from srelib.env.actions import PARSE_ERROR
 from srelib.results import (COLUMNS, EPISODES_FILE, CorruptLinesWarning, Episode, RunStore,
-                            count_parse_failures, load_config, load_episodes, load_run)
+                            count_parse_failures, load_config, load_episodes)
+from srelib.runners.runs import load_run
 
 
 def _episode(seed=0, policy="heuristic", final=0.5):
@@ -153,3 +154,72 @@ def test_a_lone_surrogate_in_a_stored_episode_loads_as_printable_text(tmp_path):
     assert loaded[0].steps[0]["action"]["parameters"] == {"note": "x?", "?key": 1}
     json.dumps([e.to_dict() for e in loaded], ensure_ascii=False).encode("utf-8")
     load_run(tmp_path).to_csv(tmp_path / "frame.csv", encoding="utf-8")
+
+
+def _grid(policies, cells, seeds):
+    from srelib.env.task_ids import task_id
+
+    return [(p, task_id(t), pool, mode, s) for p in policies for t, pool, mode in cells
+            for s in seeds]
+
+
+def test_the_grid_of_an_evaluate_call_has_no_findings_and_its_holes_are_named():
+    from srelib.results.grid import grid_findings
+    from srelib.runners.rollout import plan
+
+    jobs = plan(["a", "b"], tasks=["memory_leak", "heldout_aliased_severity"], pools="B,C,D",
+                seeds=3)
+    keys = [j.key for j in jobs]
+    assert grid_findings(keys) == ([], [])
+    problems, claims = grid_findings(keys[1:] + keys[:1] * 2)
+    assert problems == [f"{repr(('a', 'memory_leak', 'B', 'p2_only', 0))}: planned 2 times"]
+    problems, _ = grid_findings(keys[1:])  # a hole: the first key, named by its public name
+    assert problems == [f"{repr(('a', 'memory_leak', 'B', 'p2_only', 0))}: the plan's grid "
+                        "(2 policies x 2 tasks x 3 pools x seeds 0..2) holds it but the plan "
+                        "does not: no evaluate call plans this run"]
+
+
+def test_a_task_planned_in_a_pool_that_does_not_hold_it_and_chosen_seeds_are_found():
+    from srelib.results.grid import grid_findings
+
+    keys = _grid(["a"], [("memory_leak", "C", "joint"), ("heldout_aliased_severity", "C",
+                                                          "joint")], [0])
+    problems, _ = grid_findings(keys)
+    assert problems == ["('a', 'heldout_aliased_severity', 'C', 'joint', 0): planned in pool C, "
+                        "whose split does not hold its task"]
+    problems, claims = grid_findings(_grid(["a"], [("memory_leak", "C", "joint")], [3, 7]))
+    assert problems == [] and claims == ["the seeds [3, 7] are not 0..1: that they were fixed "
+                                         "before any episode ran is the run's claim"]
+    assert grid_findings([])[0] == ["the plan holds no episodes"]
+    assert grid_findings([("a", "x")])[0][0].startswith("the plan holds keys that are not")
+
+
+def test_settings_other_than_srelibs_are_named():
+    from srelib.results.settings import nonstandard_settings, standard_weights, version_claims
+
+    assert nonstandard_settings({}) == []
+    assert nonstandard_settings({"config": {"max_steps": None, "null_repair": None},
+                                 "weights": standard_weights()}) == []
+    found = nonstandard_settings({"config": {"max_steps": 5, "null_repair": {"t": 0.1}},
+                                  "weights": {**standard_weights(), "repair": 1.0}})
+    assert [f.split("=")[0] for f in found] == ["max_steps", "null_repair", "weights"]
+    assert version_claims({"versions": {"srelib": "0.0.1"}})[0].startswith(
+        "the run says srelib '0.0.1' made it")
+
+
+def test_the_manifest_names_the_weights_and_the_registered_policies(tmp_path):
+    import functools
+
+    from srelib.policies.registry import scripted_policy
+    from srelib.policies.scripted.reference import ReferencePolicy
+    from srelib.results.settings import standard_weights
+    from srelib.runners.rerun import scripted_name
+
+    assert scripted_name(scripted_policy("heuristic-revert")) == "heuristic-revert"
+    assert scripted_name(ReferencePolicy) == "reference"
+    assert scripted_name(ReferencePolicy()) is None  # an instance may hold other settings
+    assert scripted_name(functools.partial(ReferencePolicy)) is None
+    assert scripted_name(type("ReferencePolicy", (), {})) is None  # not srelib's class
+    store = RunStore(tmp_path)
+    store.write_config({})
+    assert load_config(tmp_path)["weights"] == standard_weights()

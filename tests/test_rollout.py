@@ -12,7 +12,8 @@ from srelib.policies.registry import scripted_policy
 from srelib.env.actions import PARSE_ERROR, ActionType
 from srelib.policies import (NullPhase1Policy, OracleP1ThenRandomP2Policy, RandomPhase2Policy,
                              RevertPhase2Policy)
-from srelib.results import COLUMNS, load_episodes, load_run
+from srelib.results import COLUMNS, load_episodes
+from srelib.runners.runs import load_run
 from srelib.analysis.ceiling import ceiling_table, measure_null_context
 from srelib.runners.rollout import evaluate, run_episode
 

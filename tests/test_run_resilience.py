@@ -16,7 +16,8 @@ import pytest
 
 import srelib
 from srelib.policies import NullPhase1Policy
-from srelib.results import EPISODES_FILE, CorruptLinesWarning, Episode, load_run
+from srelib.results import EPISODES_FILE, CorruptLinesWarning, Episode
+from srelib.runners.runs import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = dict(tasks="all", pools=["A"], seeds=6, progress=False)

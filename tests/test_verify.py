@@ -13,7 +13,8 @@ import srelib
 from srelib.env.core import IncidentEnv
 from srelib.env.grading import score_trajectory
 from srelib.policies.scripted.reference import ReferencePolicy, phase2_plan
-from srelib.results import Episode, RunStore, count_parse_failures, load_run
+from srelib.results import Episode, RunStore, count_parse_failures
+from srelib.runners.runs import load_run
 from srelib.runners.rollout import run_episode
 from srelib.adversarial.blunt import NullPolicy
 from tests.test_env_fuzz import actions as fuzz_actions
@@ -115,20 +116,22 @@ def test_an_episode_of_an_unknown_task_cannot_be_replayed():
 def test_load_run_with_verify_replays_every_episode(tmp_path):
     store = RunStore(tmp_path / "run")
     honest = [_episode(ReferencePolicy(), seed=seed) for seed in (0, 1)]
-    forged = _episode(NullPolicy(), seed=5)
-    store.write_config({}, plan=[e.key for e in (*honest, forged)])
-    for episode in honest:
+    nulls = [_episode(NullPolicy(), seed=seed) for seed in (0, 1)]
+    store.write_config({}, plan=[e.key for e in (*honest, *nulls)])
+    for episode in (*honest, nulls[0]):
         store.append(episode)
-    with pytest.raises(ValueError, match="'null', 'memory_leak', 'C', 'joint', 5\\): planned but"):
+    with pytest.raises(ValueError, match="'null', 'memory_leak', 'C', 'joint', 1\\): planned but"):
         load_run(tmp_path / "run", verify=True)
 
+    forged = nulls[1]
     forged.score = {**forged.score, "final": 0.9}
     store.append(forged)
-    with pytest.raises(ValueError, match=r"1 of 3 episodes .* do not replay") as caught:
+    with pytest.raises(ValueError, match=r"1 problem\(s\) with the 4 episodes .* do not replay"
+                       ) as caught:
         load_run(tmp_path / "run", verify=True)
-    assert "'null', 'memory_leak', 'C', 'joint', 5" in str(caught.value)
-    assert len(load_run(tmp_path / "run")) == 3  # without verify: loaded as written
-    assert json.loads((tmp_path / "run" / "episodes.jsonl").read_text().splitlines()[-1])["seed"] == 5
+    assert "'null', 'memory_leak', 'C', 'joint', 1): stored score 0.9" in str(caught.value)
+    assert len(load_run(tmp_path / "run")) == 4  # without verify: loaded as written
+    assert json.loads((tmp_path / "run" / "episodes.jsonl").read_text().splitlines()[-1])["seed"] == 1
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

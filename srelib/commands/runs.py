@@ -1,5 +1,6 @@
-"""``srelib eval`` and ``srelib report``: evaluate scripted policies into a run directory, and
-print a run's summary and write its plots."""
+"""``srelib eval``, ``srelib verify`` and ``srelib report``: evaluate scripted policies into a
+run directory (signed with ``--sign``), verify a run, and print a run's summary and write its
+plots."""
 
 from __future__ import annotations
 
@@ -12,22 +13,43 @@ from srelib.policies.registry import scripted_policy
 
 def cmd_eval(args) -> int:
     """``srelib eval``: evaluate the named scripted policies into ``--out``, print
-    the summary."""
+    the summary, and sign the run with ``--sign KEYFILE``."""
+    from srelib.results.signing import load_key, sign_run
     from srelib.runners.rollout import evaluate
 
     policies = {name: scripted_policy(name) for name in dict.fromkeys(args.policy)}
+    if args.sign:
+        load_key(args.sign)  # a bad key fails before any episode runs
     output_dir(args.out, "--out", create=False)  # evaluate creates it once the grid is valid
     frame = evaluate(policies, tasks=args.tasks, pools=args.pools, seeds=args.seeds,
                      workers=args.workers, out=args.out, resume=not args.no_resume,
                      progress=not args.no_progress, max_steps=args.max_steps)
     print_summary(frame)
     print(f"\n{len(frame)} episodes in {args.out}")
+    if args.sign:
+        print(f"signed: {sign_run(args.out, args.sign)}")
     return 0
+
+
+def cmd_verify(args) -> int:
+    """``srelib verify``: replay, re-run and check a run (its signature with ``--key``); print
+    the verdict, each problem and claim; exit 1 when the run does not verify."""
+    from srelib.runners.runs import verify_run
+
+    check = verify_run(args.run_dir, key=args.key)
+    print(check.summary())
+    for title, lines in (("problems", check.problems), ("claims", check.claims)):
+        if lines:
+            shown = lines if args.all else lines[:args.limit]
+            print(f"\n{title}:\n" + "\n".join(f"- {line}" for line in shown))
+            if len(shown) < len(lines):
+                print(f"- ... and {len(lines) - len(shown)} more (--all shows them)")
+    return 0 if check.ok else 1
 
 
 def cmd_report(args) -> int:
     """``srelib report``: a run's summary, an optional paired comparison, and its plots."""
-    from srelib.results.runs import load_run
+    from srelib.runners.runs import load_run
     from srelib.results.store import run_directory
 
     frame = load_run(args.run_dir)
@@ -50,12 +72,15 @@ def cmd_report(args) -> int:
 
 
 def print_summary(frame, policies: Sequence[str] | None = None) -> str:
-    """Print the mean final score per task with its CI (``policies`` only, in that order);
-    returns the table's Markdown."""
+    """Print the mean final score per task with its CI (``policies`` only, in that order),
+    after a line for each non-standard setting the frame was scored under
+    (``frame.attrs["nonstandard"]``); returns that Markdown."""
     from srelib.analysis.stats import summary_table, to_markdown
 
     table = summary_table(frame)
     text = to_markdown(table if policies is None else table[list(policies)])
+    text = "".join(f"Scored under non-standard settings: {setting}\n\n"
+                   for setting in frame.attrs.get("nonstandard") or ()) + text
     print("Mean final score per task [95% bootstrap CI]:\n")
     print(text)
     return text

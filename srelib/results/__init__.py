@@ -1,9 +1,12 @@
 """Results: the run store and its frames (:mod:`.store`), the replay that verifies stored
-episodes (:mod:`.verify`), a run loaded as a frame (:mod:`.runs`), the localisation columns of a
-row (:mod:`.localisation`), and what made a stored output (:mod:`.provenance`, :mod:`.saving`).
+episodes and runs (:mod:`.verify`), the grid a plan must be (:mod:`.grid`), the scoring
+settings a run was made under (:mod:`.settings`), run signatures (:mod:`.signing`), the
+localisation columns of a row (:mod:`.localisation`), and what made a stored output
+(:mod:`.provenance`, :mod:`.saving`).
 
-The run store's names (and ``load_run``) load lazily, so ``srelib.results.load_run`` and
-``from srelib.results import Episode`` read as they did when the store was this module.
+The run store's names load lazily, so ``from srelib.results import Episode`` reads as it did
+when the store was this module. ``load_run`` re-runs scripted policies, which only a runner
+may do: it is :func:`srelib.load_run` (:mod:`srelib.runners.runs`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ _STORE = ("RUN_FILE", "EPISODES_FILE", "LOCK_FILE", "KEY_COLUMNS", "COMPONENTS",
           "CorruptLinesWarning", "RunStore", "iter_episodes", "load_episodes", "load_episode",
           "run_directory", "load_config", "package_versions", "git_revision", "RunManifest",
           "RunPlan")
-_EXPORTS = {**{name: "srelib.results.store" for name in _STORE}, "load_run": "srelib.results.runs"}
+_EXPORTS = {name: "srelib.results.store" for name in _STORE}
 
 __all__ = sorted(_EXPORTS)
 

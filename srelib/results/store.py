@@ -67,7 +67,8 @@ class RunManifest(TypedDict, total=False):
     """``run.json``, as :meth:`RunStore.write_config` writes it (a file from elsewhere may lack
     any key): the run's config (secrets redacted), package versions, git revision, the
     sandbox's isolation level and mode and whether its verdicts hold, when it was created and
-    each start, the episode fields no replay checks, and the planned grid."""
+    each start, the episode fields no replay checks, the score weights it was graded with, and
+    the planned grid."""
 
     config: Any  # the config dict as srelib.redact returns it
     versions: dict[str, str]
@@ -78,6 +79,7 @@ class RunManifest(TypedDict, total=False):
     created: str
     started: list[str]
     unverifiable: list[str]
+    weights: dict[str, float]
     plan: RunPlan
 
 
@@ -266,7 +268,9 @@ class RunStore:
         the isolation level patch grading ran under, the sandbox mode (``"unsafe"``: opted in to a
         weak level) and whether its verdicts are ``verified`` (kept on resume); the planned grid
         (``plan``: episode keys, added to those planned before when resuming) with its digest;
-        and the episode fields no replay can check (:data:`UNVERIFIABLE`)."""
+        the episode fields no replay can check (:data:`UNVERIFIABLE`) and srelib's score
+        weights. Resuming keeps ``config.registered`` (policy -> srelib registry name) of the
+        policies planned before that this call does not name."""
         from srelib.env.sandbox import HOLDING_LEVELS, isolation_level, sandbox_mode
         from srelib.redact import redact
 
@@ -280,12 +284,14 @@ class RunStore:
                       "verified": isolation_level() in HOLDING_LEVELS,
                       "created": previous.get("created", now),
                       "started": [*previous.get("started", []), now],
-                      "unverifiable": list(UNVERIFIABLE)}
+                      "unverifiable": list(UNVERIFIABLE), "weights": dict(WEIGHTS)}
             planned = [*((previous.get("plan") or {}).get("episodes", []) if self.resumed else []),
                        *([list(key) for key in plan] if plan is not None else [])]
             if planned:
                 unique = list({json.dumps(k): k for k in planned}.values())
                 record["plan"] = {"episodes": unique, "digest": plan_digest(unique)}
+            if self.resumed:
+                _keep_registered(previous, record)
             _replace(run_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
     def append(self, episode: Episode) -> bool:
@@ -345,6 +351,20 @@ class RunStore:
                 kept.append(line + b"\n")
         if skipped or len(kept) != data.count(b"\n"):
             _replace(self.episodes_path, b"".join(kept))
+
+
+def _keep_registered(previous: RunManifest, record: RunManifest) -> None:
+    """Carry the registry names of policies planned by earlier calls into a resumed manifest,
+    so their episodes are still re-run (:mod:`srelib.runners.rerun`)."""
+    from srelib.results.settings import section
+
+    config = record.get("config")
+    before = section(section(previous, "config"), "registered")
+    if not isinstance(config, dict) or not before:
+        return
+    named = set(section(config, "policies"))
+    config["registered"] = {**{k: v for k, v in before.items() if k not in named},
+                            **section(config, "registered")}
 
 
 def _line_key(line: bytes, graded_only: bool = False) -> tuple | None:

@@ -1,13 +1,19 @@
 """Replaying saved episodes: a stored trajectory is checked, never trusted as written.
 
 This is the one replay of stored episodes: the trajectory viewer, the static HTML page and the
-training-data export take the observations it recovers. :func:`verify_episode` resets a fresh environment with the episode's task, pool, mode and seed,
-steps it through the recorded actions and compares every record the environment writes with
-the stored one, then re-grades the replayed trajectory and compares the score. An edited,
-appended or re-scored record shows up as a mismatch. ``srelib.load_run(path, verify=True)``
-runs it over a whole run (:func:`verify_run`), and checks the run's episodes against the grid
-its manifest planned. A replay shows that the records and score are what the environment
-produces for those actions; it cannot show which policy chose them.
+training-data export take the observations it recovers. :func:`verify_episode` resets a fresh
+environment with the episode's task, pool, mode and seed, steps it through the recorded actions
+and compares every record the environment writes with the stored one, then re-grades the
+replayed trajectory and compares the score. An edited, appended or re-scored record shows up
+as a mismatch. :func:`verify_run` runs it over a whole run, checks the run's episodes against
+the grid its manifest planned and that grid against what ``evaluate`` makes
+(:mod:`srelib.results.grid`), names the non-standard settings it was scored under
+(:mod:`srelib.results.settings`) and checks its signature (:mod:`srelib.results.signing`). A
+replay shows that the records and score are what the environment produces for those actions;
+it cannot show which policy chose them: ``srelib.load_run(path, verify=True)`` passes
+:func:`verify_run` a ``rerun`` that plays registered scripted policies again
+(:mod:`srelib.runners.rerun`), and reports the other policies' choices as claims
+(docs/verification.md).
 
 Every field of an episode is either checked or listed in ``results.UNVERIFIABLE`` (what the
 policy cost, the text of its failure, whether it was handed the answer). Checked: the task,
@@ -31,7 +37,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from srelib.env.actions import PARSE_ERROR
 from srelib.env.types import Observation, ScoreBreakdown
@@ -205,12 +211,67 @@ def _count_problems(episode: Any, replayed: Mapping[str, Any], null_repair: Mapp
     return problems
 
 
-def verify_run(path: Any, episodes: list | None = None) -> list[str]:
-    """Every problem with the run directory ``path``: episodes the manifest planned that are
-    missing, episodes it did not plan, a plan that does not match its digest, and each episode
-    that does not replay (:func:`verify_episode` with the run's ``max_steps`` and
-    ``null_repair``). Episodes are named by their key, the task by its public name. Empty: the
-    run is what its manifest and the environment say it is."""
+#: ``rerun(episode, manifest) -> (problems, claims)``: what playing the episode's policy
+#: again says about it (:func:`srelib.runners.rerun.rerun_findings`); None leaves every
+#: episode's policy a claim.
+Rerun = Callable[[Any, Mapping[str, Any]], "tuple[list[str], list[str]]"]
+
+
+@dataclass(frozen=True)
+class RunVerification:
+    """The outcome of :func:`verify_run`.
+
+    ``problems``: what the run is not (a missing, unplanned, edited or mislabelled episode, a
+    plan no ``evaluate`` call makes, a bad signature), each naming the episode where there is
+    one; the run verifies when there are none. ``claims``: what the run says that nothing here
+    could re-derive (which policy chose a replayed episode's actions, a seed range someone
+    chose, a signature not checked), each naming what it covers. ``nonstandard``: the settings
+    other than srelib's that the run was scored under (:mod:`srelib.results.settings`).
+    """
+
+    problems: tuple[str, ...]
+    claims: tuple[str, ...]
+    nonstandard: tuple[str, ...]
+    episodes: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def summary(self) -> str:
+        """The verdict in a few lines: problems and claims counted, non-standard settings named."""
+        verdict = "verified" if self.ok else f"NOT verified: {len(self.problems)} problem(s)"
+        lines = [f"{self.episodes} episodes: {verdict}; {len(self.claims)} claim(s) not re-derived"]
+        lines += [f"scored under non-standard settings: {s}" for s in self.nonstandard]
+        return "\n".join(lines)
+
+
+def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
+               rerun: Rerun | None = None) -> RunVerification:
+    """Check the run directory ``path`` for everything that can be re-derived, and list the rest.
+
+    Problems: planned episodes missing and stored ones not planned, a plan that does not match
+    its digest or is no grid ``evaluate`` makes (:mod:`srelib.results.grid`), policies the
+    config names that the plan lacks, each episode that does not replay (:func:`verify_episode`
+    with the run's ``max_steps`` and ``null_repair``) or that ``rerun`` rejects, and a signature
+    that does not hold under ``key``. Episodes are named by their key, the task by its public
+    name.
+
+    Args:
+        path: a run directory.
+        episodes: its episodes, if already loaded.
+        key: a key file to check ``run.sig`` with (:mod:`srelib.results.signing`), or None.
+        rerun: plays an episode's policy again; None reports every episode's policy as a claim.
+
+    Returns:
+        The :class:`RunVerification`.
+    """
+    from srelib.results.grid import episode_name, grid_findings
+    from srelib.results.settings import nonstandard_settings, section, version_claims
+    from srelib.results.signing import signature_findings
     from srelib.results.store import RunManifest, load_config, load_episodes, plan_digest
 
     episodes = load_episodes(path) if episodes is None else episodes
@@ -219,38 +280,43 @@ def verify_run(path: Any, episodes: list | None = None) -> list[str]:
         record = load_config(path)
     except (ValueError, OSError):  # no run.json, or one that is not JSON
         record = {}
+    problems, claims = signature_findings(path, key)
+    claims += version_claims(record)
+    nonstandard = tuple(nonstandard_settings(record))
     plan = record.get("plan")
     if not isinstance(plan, dict) or not isinstance(plan.get("episodes"), list):
-        return [f"{path} has no planned grid in its manifest (run.json): only a run written "
-                "by srelib.evaluate can be checked for missing episodes"]
-    planned = [tuple(key) for key in plan["episodes"]]
-    problems = []
+        problems.append(f"{path} has no planned grid in its manifest (run.json): only a run "
+                        "written by srelib.evaluate can be checked for missing episodes")
+        return RunVerification(tuple(problems), tuple(claims), nonstandard, len(episodes))
+    planned = [tuple(k) for k in plan["episodes"]]
     if plan.get("digest") != plan_digest(planned):
         problems.append("the manifest's plan does not match its digest")
+    grid_problems, grid_claims = grid_findings(planned)
+    problems += grid_problems
+    claims += grid_claims
+    config = section(record, "config")
+    unplanned = sorted(set(config.get("policies") or ()) - {k[0] for k in planned})
+    if unplanned:
+        problems.append(f"the config names policies {unplanned} that the plan never plays")
     stored = {e.key: e for e in episodes}
-    problems += [f"{_name(key)}: planned but missing" for key in planned if key not in stored]
+    problems += [f"{episode_name(k)}: planned but missing" for k in planned if k not in stored]
     wanted = set(planned)
-    config = record.get("config") or {}
-    for key, episode in stored.items():
-        if key not in wanted:
-            problems.append(f"{_name(key)}: not in the plan")
+    for k, episode in stored.items():
+        name = episode_name(k)
+        if k not in wanted:
+            problems.append(f"{name}: not in the plan")
             continue
         if episode.ended_by is None:
-            problems.append(f"{_name(key)}: stored before it ended")
+            problems.append(f"{name}: stored before it ended")
             continue
         check = verify_episode(episode, max_steps=config.get("max_steps") or 0,
                                null_repair=config.get("null_repair") or {})
         if not check.ok:
-            problems.append(f"{_name(key)}: {check.problems[0]}")
-    return problems
-
-
-def _name(key: tuple) -> str:
-    """An episode key with its task as tables show it."""
-    from srelib.env.task_ids import public_name
-
-    try:
-        key = (key[0], public_name(key[1]), *key[2:])
-    except (ValueError, TypeError, IndexError):
-        pass
-    return repr(tuple(key))
+            problems.append(f"{name}: {check.problems[0]}")
+            continue
+        found, said = rerun(episode, record) if rerun is not None else ([], [
+            f"{name}: replayed, not re-run: which policy chose its actions is the "
+            "run's claim"])
+        problems += found
+        claims += said
+    return RunVerification(tuple(problems), tuple(claims), nonstandard, len(episodes))

@@ -17,9 +17,11 @@ from srelib.env.pools import JOINT_POOLS
 from srelib.episode import EpisodeSpec
 from srelib.policies.base import supports_batch
 from srelib.policies.specs import describe, instantiate
+from srelib.results.settings import nonstandard_settings
 from srelib.results.store import Episode, RunStore, frame_from_episodes, iter_episodes
 from srelib.runners.executors import RayExecutor, run_on, run_unit, work_units
 from srelib.runners.play import EpisodeJob, episode_record, reset_policy, run_episode
+from srelib.runners.rerun import scripted_name
 from srelib.runners.workers import process_pool
 
 __all__ = ["JOINT_POOLS", "EpisodeJob", "RayExecutor", "episode_record", "evaluate", "plan",
@@ -96,7 +98,9 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     ``out`` names a run directory (``run.json`` + ``episodes.jsonl``, written as episodes
     finish); with ``resume=True`` the episodes already stored are skipped, with ``resume=False``
     the directory's episodes are discarded first. ``null_repair`` (task -> null-handoff repair)
-    adds ``r_cross``. Rows are sorted by policy, task, pool, mode and seed. Episodes the
+    adds ``r_cross``. Rows are sorted by policy, task, pool, mode and seed;
+    ``frame.attrs["nonstandard"]`` names the settings other than srelib's the episodes were
+    scored under (``max_steps``, ``null_repair``: :mod:`srelib.results.settings`). Episodes the
     grader could not grade (:mod:`srelib.env.grading_errors`) have no score, their
     ``grading_error`` column says why, ``frame.attrs["grading_errors"]`` counts them and a
     :class:`GradingErrorWarning` names them; with ``out``, running again plays them again.
@@ -149,6 +153,8 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
         wanted = {j.key for j in jobs}
         finished = [e for e in iter_episodes(store.path) if e.key in wanted]
     frame = frame_from_episodes(finished)
+    frame.attrs["nonstandard"] = nonstandard_settings({"config": {"max_steps": max_steps,
+                                                                  "null_repair": null_repair}})
     ungraded = [e for e in finished if e.grading_error is not None]
     frame.attrs["grading_errors"] = len(ungraded)
     if ungraded:
@@ -190,6 +196,8 @@ def _as_list(value: Any) -> list:
 def _run_config(policies: Mapping[str, Any], tasks: Any, pools: Any, seeds: Any,
                 mode: str | None, max_steps: int | None, null_repair: Any,
                 workers: int) -> dict:
-    return {"policies": {n: describe(p) for n, p in policies.items()}, "tasks": tasks,
+    registered = {n: scripted_name(p) for n, p in policies.items()}
+    return {"policies": {n: describe(p) for n, p in policies.items()},
+            "registered": {n: r for n, r in registered.items() if r is not None}, "tasks": tasks,
             "pools": _as_list(pools), "seeds": seeds if isinstance(seeds, int) else list(seeds),
             "mode": mode, "max_steps": max_steps, "null_repair": null_repair, "workers": workers}
