@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import patching, sandbox
+from srelib.env import patching, sandbox, sandbox_slots
 from srelib.env.patching import grade_diff, grade_patch
 from srelib.env.lookup import load_repo
 from srelib.env.repos import REPO_DATA, unified_diff
@@ -106,8 +106,10 @@ def test_a_run_sees_its_scratch_input_and_the_level_is_reported(scratch, level):
     seen = _run(level, script, scratch, {"x": 1})
     assert seen["stdin"] == '{"x": 1}' and seen["given"] == "input"
     assert set(seen["env"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "PWD"}
-    if level == "bwrap" or (sandbox.sandbox_uid() is not None and level != "rlimits-only"):
+    if level == "bwrap":
         assert seen["uid"] == sandbox.SANDBOX_UID
+    elif sandbox.sandbox_uid() is not None and level != "rlimits-only":
+        assert seen["uid"] in sandbox_slots.GRADING_UIDS  # a uid of its own, of the machine
     assert sandbox.isolation_level() == HERE[0] and HERE[-1] in sandbox.LEVELS
 
 
@@ -131,7 +133,7 @@ def test_as_root_the_sandbox_runs_as_an_unprivileged_uid_of_the_machine(scratch,
     watcher.start()
     _run(level, SPAWN + "import time; time.sleep(1)\n", scratch, {"count": 1, "marker": marker})
     watcher.join()
-    assert uids and set(uids[0]) == {str(sandbox.SANDBOX_UID)}
+    assert uids and len(set(uids[0])) == 1 and int(uids[0][0]) in sandbox_slots.GRADING_UIDS
 
 
 def test_run_json_records_the_isolation_level(tmp_path):
@@ -392,10 +394,10 @@ def test_reference_fixes_hidden_tests_and_home_are_unreadable(scratch, level):
     assert seen["read"] == []
 
 
-@pytest.mark.parametrize("where", sorted({None, patching._memory_folder()}, key=str))
+@pytest.mark.parametrize("where", sorted({None, patching.apply_folder()}, key=str))
 def test_a_concurrent_grades_scratch_is_out_of_reach(scratch, level, where):
     """Neither a grade's folder in the temporary folder nor the one where grading applies a
-    patch (``/dev/shm`` when it has room) can be read or written from inside."""
+    patch (:func:`~srelib.env.patching.apply_folder`) can be read or written from inside."""
     _escapes_at(level, "neighbour")
     with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=where) as other:
         Path(other, "repo.py").write_text("x = 1\n")

@@ -20,6 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from srelib.env import probe_run, sandbox, spare
+from srelib.env.grading_errors import GradingError
 from srelib.env.probe_run import run_probes
 from srelib.env.sandbox import grading_level
 
@@ -205,10 +206,12 @@ def _counted_launches(monkeypatch, kill: bool) -> list:
 
 
 def test_a_sandbox_that_never_reads_its_input_is_retried_once_within_the_timeout(monkeypatch):
+    """...and then, no patched code having run, it is the grader's failure, not a verdict."""
     launched = _counted_launches(monkeypatch, kill=True)
     begun = time.monotonic()
-    seen, timed_out = run_probes(CALC, {"test_add.py": ADD}, 3.0, LEVEL, seed=7)
-    assert seen == {} and not timed_out and len(launched) == 2
+    with pytest.raises(GradingError, match="sandbox_killed"):
+        run_probes(CALC, {"test_add.py": ADD}, 3.0, LEVEL, seed=7)
+    assert len(launched) == 2
     assert time.monotonic() - begun < 3.0
 
 

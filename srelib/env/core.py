@@ -457,7 +457,9 @@ class IncidentEnv:
 
     def _finish(self, info: dict, ended_by: str, reward: float) -> float:
         """End the episode: put the score in ``info`` and return the last step's reward, the
-        score minus the rewards paid before (so the episode's return is its score)."""
+        score minus the rewards paid before (so the episode's return is its score). Where the
+        grader could not run, the score is None and ``info["grading_error"]`` says why
+        (:mod:`srelib.env.grading_errors`); the step's own reward stands."""
         info["ended_by"] = ended_by
         try:
             from .grading import score_trajectory
@@ -466,7 +468,13 @@ class IncidentEnv:
                 raise
             info["score"] = None
             return reward
-        info["score"] = score_trajectory(self._task, self._mode, self.trajectory)
+        from .grading_errors import GradingError
+
+        try:
+            info["score"] = score_trajectory(self._task, self._mode, self.trajectory)
+        except GradingError as exc:  # the grader could not run: no score, and no verdict
+            info["score"], info["grading_error"] = None, exc.record()
+            return reward
         reward = round(info["score"]["final"] - self._cum, 4)
         self.trajectory[-1]["reward"] = reward
         return reward

@@ -36,6 +36,10 @@ observations in this process and reports the outcome:
    unchanged (:mod:`srelib.env.site_guard`; ``site_unchanged`` in the result) passes no
    FAIL_TO_PASS test, whatever its probes reported. Results are memoised per (repository, test ids, normalised diff, timeout,
    level), the least recently used dropped beyond ``MEMO_BYTES``.
+5. **Grader failures are not verdicts** (:mod:`srelib.env.grading_errors`): a full apply
+   folder, a sandbox that could not start or ended before the tests started, a missing tool.
+   Such a grading is tried once more, never memoised, then raises ``GradingError``. Patches
+   are applied in :func:`apply_folder`, a tmpfs of srelib's own.
 
 Hidden-test semantics (what a repository author relies on): each ``hidden_tests/probes/<file>.py``
 is run as a module (its source reaches the sandbox on stdin, never as a file) with the patched
@@ -62,16 +66,19 @@ and the drawn inputs make a copied observation wrong.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Mapping
 
+from srelib.env.grading_errors import GradingError, from_os_error
 from srelib.env.json_copy import json_copy
 from srelib.env.memo import ByteLRU
 from srelib.env.lookup import load_repo
@@ -128,7 +135,7 @@ def _sections(text: str) -> list[dict]:
 
 
 #: The longest diff graded: what it adds then fits the sandbox's per-file size limit and disk
-#: quota (at most 4 bytes a character), and applying it stays small in /dev/shm.
+#: quota (at most 4 bytes a character), and applying it stays small in :func:`apply_folder`.
 DIFF_CHARS = 1 << 21
 #: The most files a patched repository may have: each takes a page or more of the quota.
 TREE_FILES = 2000
@@ -218,8 +225,14 @@ def _apply(repo_dir: Path, diff: str) -> str | None:
             return None
     except subprocess.TimeoutExpired as exc:
         return f"does not apply: {exc.cmd[0]} took over {APPLY_TIMEOUT_S:g} s"
-    reason = (git.stderr or git.stdout).decode(errors="replace").strip().splitlines()
+    said = (git.stderr or git.stdout).decode(errors="replace").strip()
+    if any(text in said for text in _NO_ROOM):  # the folder is full, not the patch wrong
+        raise GradingError("no_space", f"applying the patch: {said.splitlines()[0][:300]}")
+    reason = said.splitlines()
     return "does not apply: " + (reason[0] if reason else "git apply failed")[:300]
+
+
+_NO_ROOM = ("No space left on device", "Disk quota exceeded")
 
 
 def _shadowing(repo_dir: Path, tree: Mapping[str, str]) -> str | None:
@@ -308,16 +321,30 @@ def _memo_key(repo_name: str, f2p_ids: list[str], p2p_ids: list[str],
             *level, site)
 
 
+APPLY_QUOTA = 256 << 20  # the private tmpfs patches are applied in (each takes a few MB)
+
+
 @functools.lru_cache(maxsize=1)
-def _memory_folder() -> str | None:
-    """``/dev/shm`` when it is a writable folder with room to spare (a patch is applied there,
-    in memory), else None: the system's temporary folder."""
-    try:
-        stats = os.statvfs("/dev/shm")
-    except OSError:
-        return None
-    roomy = stats.f_bavail * stats.f_frsize >= 256 << 20
-    return "/dev/shm" if roomy and os.access("/dev/shm", os.W_OK | os.X_OK) else None
+def apply_folder() -> str:
+    """Where patches are applied: a folder of this process's own (mode 0700), a tmpfs of
+    ``APPLY_QUOTA`` mounted on it where this process may mount one (root), so that no one
+    else fills it; else the folder itself, in the system's temporary folder. Unmounted and
+    removed when the process that made it exits."""
+    folder = tempfile.mkdtemp(prefix="srelib-apply-")
+    owner = os.getpid()
+    mounted = os.geteuid() == 0 and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={APPLY_QUOTA},mode=0700,nosuid,nodev", "none", folder],
+        capture_output=True, timeout=30).returncode == 0
+
+    def remove() -> None:
+        if os.getpid() != owner:  # a forked child's exit: the folder is its parent's
+            return
+        if mounted:
+            subprocess.run(["umount", "-l", folder], capture_output=True, timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(remove)
+    return folder
 
 
 def _applied_files(root: Path) -> dict[str, bytes] | str:
@@ -334,24 +361,52 @@ def _applied_files(root: Path) -> dict[str, bytes] | str:
 def _patched_files(repo: Repo, diff: str) -> dict[str, bytes] | str:
     """The files of ``repo`` with the normalised ``diff`` applied, in a temporary copy; or why
     it cannot be graded (it does not apply, shadows a standard module, or is too large)."""
-    with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=_memory_folder()) as tmp:
-        tree = Path(tmp, "repo")
-        _write_tree(tree, dict(repo.tree))
-        return _apply(tree, diff) or _shadowing(tree, repo.tree) or _applied_files(tree)
+    try:
+        with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=apply_folder()) as tmp:
+            tree = Path(tmp, "repo")
+            _write_tree(tree, dict(repo.tree))
+            return _apply(tree, diff) or _shadowing(tree, repo.tree) or _applied_files(tree)
+    except OSError as exc:  # the folder, a tool: the grader's, never the patch's
+        raise from_os_error(exc, "applying the patch") from exc
 
 
 def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: object,
                timeout_s: float = DEFAULT_TIMEOUT_S, site: tuple[tuple[str, str], ...] = ()) -> PatchGrade:
     """Grade a diff against explicit FAIL_TO_PASS / PASS_TO_PASS test ids of ``repo_name``. When
     the patched tree leaves every unit of ``site`` (``(file, function or "<module>")``, see
-    :mod:`srelib.env.site_guard`) as it was, no FAIL_TO_PASS test counts as passing."""
+    :mod:`srelib.env.site_guard`) as it was, no FAIL_TO_PASS test counts as passing.
+
+    Raises:
+        GradingError: the grader could not run, twice (:mod:`srelib.env.grading_errors`);
+            nothing is memoised then.
+    """
     repo = load_repo(repo_name)
     level, verified = grading_level()
-    clean, touched, error = normalised = normalise_diff(diff)
+    normalised = normalise_diff(diff)
     key = _memo_key(repo_name, f2p_ids, p2p_ids, normalised, timeout_s, (level, verified), site)
     memoised = _MEMO.get(key)
     if memoised is not None:
         return json_copy(memoised)
+    for attempt in range(1, GRADING_ATTEMPTS + 1):
+        try:
+            result = _graded(repo_name, repo, f2p_ids, p2p_ids, normalised, timeout_s, site, level, verified)
+            break
+        except GradingError as exc:  # the grader's failure: never memoised, tried again
+            if attempt == GRADING_ATTEMPTS:
+                raise GradingError(exc.kind, exc.message, attempts=attempt) from exc
+    _MEMO.put(key, result)
+    return json_copy(result)
+
+
+GRADING_ATTEMPTS = 2  # a grading the grader could not run is tried once more, then reported
+
+
+def _graded(repo_name: str, repo: Repo, f2p_ids: list[str], p2p_ids: list[str],
+            normalised: tuple[str, list[str], str | None], timeout_s: float,
+            site: tuple[tuple[str, str], ...], level: str, verified: bool) -> PatchGrade:
+    """One grading (see :func:`grade_diff`), not memoised; raises :class:`GradingError` when
+    the grader could not run."""
+    clean, touched, error = normalised
     result: PatchGrade = {"patch_applied": False, "apply_error": error, "tests_touched": touched,
               "FAIL_TO_PASS": dict.fromkeys(f2p_ids, False),
               "PASS_TO_PASS": dict.fromkeys(p2p_ids, False), "resolved": "no",
@@ -375,5 +430,4 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
     measured = rates(result["FAIL_TO_PASS"], result["PASS_TO_PASS"])
     result["fail_to_pass_rate"] = measured["fail_to_pass_rate"]
     result["pass_to_pass_rate"] = measured["pass_to_pass_rate"]
-    _MEMO.put(key, result)
-    return json_copy(result)
+    return result

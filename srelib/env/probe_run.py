@@ -25,8 +25,10 @@ from typing import Mapping
 
 from srelib.env import spare
 from srelib.env.lookup import list_repos, load_repo
-from srelib.env.sandbox import prepare, python
-from srelib.env.sandbox_proc import Started
+from srelib.env.grading_errors import GradingError, from_os_error
+from srelib.env.sandbox import MissingTool, prepare, python
+from srelib.env.sandbox_proc import SandboxResult, Started
+from srelib.env.seccomp_filter import SeccompUnavailable
 from srelib.env.verdicts import Observation, collect
 from srelib.env.py_parse import parse as parse_python
 
@@ -48,7 +50,7 @@ def run_probes(files: Mapping[str, str | bytes], tests: dict[str, str], timeout_
               "preload": preload, "limits": {}, "uid": None, "per_test_s": PER_TEST_S, "seed": seed}
     payload = (nonce + "\n" + json.dumps(config) + "\n").encode()
     deadline = time.monotonic() + timeout_s
-    launch = functools.partial(_start_runner, level, timeout_s)
+    launch = functools.partial(_launched, level, timeout_s)
     ahead = functools.partial(_start_runner, level, timeout_s, common_modules())
     run = spare.take((level, timeout_s), ahead, launch).finish(payload, timeout_s)
     if not run.timed_out and RECEIVED not in _channel(run.stdout, nonce):
@@ -56,7 +58,30 @@ def run_probes(files: Mapping[str, str | bytes], tests: dict[str, str], timeout_
         # taken): no patched code ran, so once more, in a sandbox started now, in the time left
         # once it has started.
         run = launch().finish(payload, max(0.0, deadline - time.monotonic()))
-    return collect(_channel(run.stdout, nonce)), run.timed_out
+    channel = _channel(run.stdout, nonce)
+    if RECEIVED not in channel:  # no patched code ran: the grader failed, not the patch
+        raise _unstarted(run)
+    return collect(channel), run.timed_out
+
+
+def _launched(level: str, timeout_s: float) -> Started:
+    """:func:`_start_runner` now; a launch that fails raises :class:`GradingError`."""
+    try:
+        return _start_runner(level, timeout_s)
+    except OSError as exc:
+        raise from_os_error(exc, "starting the sandbox") from exc
+    except (MissingTool, SeccompUnavailable) as exc:
+        raise GradingError("missing_tool", str(exc)) from exc
+
+
+def _unstarted(run: SandboxResult) -> GradingError:
+    """The error for a sandbox whose runner never read its input."""
+    said = run.stderr.decode(errors="replace").strip()[-300:]
+    if run.timed_out:
+        return GradingError("machinery_timeout", "the sandbox did not start the tests within "
+                            f"the grading's time{': ' + said if said else ''}")
+    return GradingError("sandbox_killed", f"the sandbox ended (status {run.returncode}) before "
+                        f"the tests started{': ' + said if said else ''}")
 
 
 def _start_runner(level: str, timeout_s: float, ahead: tuple[str, ...] = ()) -> Started:

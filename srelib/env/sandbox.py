@@ -49,7 +49,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from srelib.env import sandbox_slots
 from srelib.env.sandbox_proc import SandboxResult, Started
+from srelib.env.seccomp_filter import entered
 
 LEVELS = ("bwrap", "unshare", "uid-drop", "rlimits-only")
 HOLDING_LEVELS = ("bwrap", "unshare")  # the levels patch grading trusts
@@ -113,8 +115,10 @@ def _interpreter() -> _Interpreter:
 
 
 def sandbox_uid() -> int | None:
-    """The machine uid sandboxed commands run as: ``SANDBOX_UID`` when started as root (with an
-    interpreter that uid can run), else None (the caller's own)."""
+    """``SANDBOX_UID`` when sandboxed commands drop to a uid of the machine (started as root,
+    with an interpreter that uid can run), else None (they run as the caller). Each sandbox
+    runs as a uid of its own from :data:`~srelib.env.sandbox_slots.GRADING_UIDS`, uid
+    ``SANDBOX_UID`` inside bubblewrap."""
     return _interpreter().uid
 
 
@@ -133,13 +137,18 @@ def available_levels() -> tuple[str, ...]:
 def _works(level: str) -> bool:
     """Does a command run at ``level`` here (user namespaces may be blocked, as in some
     containers), with the uid drop where there is one?"""
-    dropped = level == "bwrap" or _interpreter().uid is not None
-    expected = SANDBOX_UID if dropped else 0  # else unshare maps the caller to its namespace's root
+    if level == "bwrap":
+        expected = {SANDBOX_UID}
+    elif _interpreter().uid is not None:
+        expected = set(sandbox_slots.GRADING_UIDS)
+    else:
+        expected = {0}  # unshare maps the caller to its namespace's root
     with tempfile.TemporaryDirectory(prefix="srelib-sandbox-probe-") as tmp:
         probe = _run_at(level, [python(), "-I", "-S", "-c", "import os; print(os.getuid())"],
                         Path(tmp), stdin=b"", timeout_s=30, readable=(), env=None, limits=None,
                         quota_bytes=SCRATCH_QUOTA)
-    return probe.returncode == 0 and probe.stdout.strip() == str(expected).encode()
+    seen = probe.stdout.strip().decode(errors="replace")
+    return probe.returncode == 0 and seen.isdigit() and int(seen) in expected
 
 
 def isolation_level() -> str:
@@ -179,10 +188,14 @@ def grading_level() -> tuple[str, bool]:
         f"or grade anyway, unverified, with --sandbox=unsafe ({SANDBOX_ENV}=unsafe).")
 
 
+class MissingTool(RuntimeError):
+    """A program the sandbox needs is not installed."""
+
+
 def _tool(name: str) -> str:
     path = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
     if path is None:
-        raise RuntimeError(f"the sandbox needs {name} (util-linux) in /usr/bin, /bin, /usr/sbin or /sbin")
+        raise MissingTool(f"the sandbox needs {name} (util-linux) in /usr/bin, /bin, /usr/sbin or /sbin")
     return path
 
 
@@ -386,14 +399,15 @@ def _start(level: str, argv: list[str], scratch: Path, *, timeout_s: float, read
     (holding levels only), ``scratch`` is a path inside the sandbox, made empty there."""
     env = minimal_env(scratch) if env is None else dict(env)
     limits = {**LIMITS, "RLIMIT_CPU": math.ceil(timeout_s) + 1, **(limits or {})}
-    command = _limited(list(argv), limits)
+    command = _limited(entered(list(argv), python()), limits)
     readable = [Path(p).resolve() for p in readable]
-    uid = None if level == "rlimits-only" else _interpreter().uid
-    if uid is not None and copy_in:
-        _hand_over(scratch, uid)
     info_pipe = None
     with contextlib.ExitStack() as failing:
         failing.push(stack)  # closed only if the launch raises
+        slot = sandbox_slots.acquire(stack, uid_drop=_interpreter().uid is not None)
+        uid = None if level == "rlimits-only" else slot.uid
+        if uid is not None and copy_in:
+            _hand_over(scratch, uid)
         if level == "bwrap":
             info_pipe = os.pipe()
             command = _bwrap_argv(command, scratch, readable, env, quota_bytes, info_pipe[1], copy_in)
@@ -403,7 +417,7 @@ def _start(level: str, argv: list[str], scratch: Path, *, timeout_s: float, read
             command = _unshare_argv(_unprivileged(command, uid, drop_caps=uid is None), scratch,
                                     readable, quota_bytes, new_root, copy_in)
             uid = None
-        started = Started(_unprivileged(command, uid), cwd=str(scratch) if copy_in else "/",
+        started = Started(sandbox_slots.joined(_unprivileged(command, uid), slot), cwd=str(scratch) if copy_in else "/",
                           env=env, level=level, info_pipe=info_pipe, stack=stack)
         failing.pop_all()
     return started

@@ -33,6 +33,7 @@ from typing import Any, Iterable
 from srelib._version import __version__
 from srelib.env.catalog import list_tasks, split_of
 from srelib.env.core import IncidentEnv
+from srelib.env.grading_errors import GradingError
 from srelib.env.patching import grade_patch
 from srelib.env.lookup import get_scenario, load_repo
 from srelib.env.scenarios import is_classic
@@ -206,7 +207,12 @@ def grade_predictions(path: str | Path, out: str | Path) -> dict[str, Any]:
             problems.append(_problem(prediction["line"], prediction, str(exc)))
             summary["error_ids"].append(iid)
             continue
-        report = instance_report(prediction, task)
+        try:
+            report = instance_report(prediction, task)
+        except GradingError as exc:  # the grader failed, not the patch: an evaluation error
+            problems.append(_problem(prediction["line"], prediction, f"grading error: {exc}"))
+            summary["error_ids"].append(iid)
+            continue
         folder = out / model_folder(model) / iid
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "report.json").write_text(json.dumps(report, indent=4) + "\n")

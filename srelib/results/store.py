@@ -48,7 +48,7 @@ COMPONENTS: tuple[str, ...] = tuple(WEIGHTS)
 #: Columns of the frames that :func:`srelib.load_run` and :func:`srelib.evaluate` return.
 COLUMNS = (*KEY_COLUMNS, "final", *COMPONENTS, "r_cross", "resolved", *PARTIAL_REPAIR, "p1_steps",
            "p2_steps", "terminated", "truncated", "ended_by", "parse_failures", "tokens", "latency_s",
-           "wall_s", "error", "oracle",
+           "wall_s", "error", "oracle", "grading_error",
            *LOCALISATION_COLUMNS)  # analysis columns (srelib.results.localisation), never in the reward
 #: Episode fields that no replay can check: what the policy cost, the text of its failure, and
 #: whether it was handed the answer. ``run.json`` lists them under ``unverifiable``.
@@ -96,7 +96,9 @@ class Episode:
     do not record usage. ``error`` holds the traceback of a policy or environment exception
     that ended the episode early (``ended_by`` ``"policy_error"`` or ``"env_error"``).
     ``task`` is the task's opaque id (:mod:`srelib.env.task_ids`); ``oracle`` is True when the
-    policy was handed the answer (:mod:`srelib.policies.oracle`).
+    policy was handed the answer (:mod:`srelib.policies.oracle`). ``grading_error`` is set
+    (``{"kind", "message", "attempts"}``, :mod:`srelib.env.grading_errors`) when the grader
+    could not grade the episode: it has no score, and resuming the run plays it again.
     """
 
     policy: str
@@ -116,6 +118,7 @@ class Episode:
     wall_s: float = 0.0
     error: str | None = None
     oracle: bool = False
+    grading_error: dict | None = None
 
     @property
     def key(self) -> tuple:
@@ -198,11 +201,13 @@ class Episode:
                   **{c: score.get(c) for c in COMPONENTS}, "r_cross": self.r_cross,
                   "resolved": (score.get("patch") or {}).get("resolved"),  # full, partial, no
                   **partial_repair(score),  # SWE-bench's partial measures
-                  "p1_steps": p1, "p2_steps": p2}
+                  "p1_steps": p1, "p2_steps": p2,
+                  "grading_error": None if self.grading_error is None else
+                  f"{self.grading_error.get('kind')}: {self.grading_error.get('message')}"}
         located = self.localisation()
         values.update({k: located[k] if k in located else getattr(self, k)
                        for k in COLUMNS if k not in values})
-        return values
+        return {k: values[k] for k in COLUMNS}
 
 
 def plan_digest(keys: Iterable) -> str:
@@ -300,7 +305,8 @@ class RunStore:
                 fh.write((scrub_secrets(episode.to_json()) + "\n").encode())
                 fh.flush()
                 self._read_to = (os.fstat(fh.fileno()).st_ino, fh.tell())
-            self.done.add(episode.key)
+            if episode.grading_error is None:  # one the grader could not grade is not done
+                self.done.add(episode.key)
         return True
 
     @contextmanager
@@ -326,7 +332,7 @@ class RunStore:
             if whole < len(data):
                 fh.truncate(offset + whole)
             for line in data[:whole].split(b"\n"):
-                key = _line_key(line)
+                key = _line_key(line, graded_only=True)
                 if key is not None:
                     self.done.add(key)
             self._read_to = (stat.st_ino, offset + whole)
@@ -337,7 +343,7 @@ class RunStore:
         data = self.episodes_path.read_bytes()
         kept, skipped, seen = [], 0, set()
         for line in data.split(b"\n"):
-            key = _line_key(line)
+            key = _line_key(line, graded_only=True)  # resuming plays ungraded episodes again
             if key is None:
                 skipped += bool(line.strip())
             elif key not in seen:
@@ -361,10 +367,13 @@ def _keep_registered(previous: RunManifest, record: RunManifest) -> None:
                             **section(config, "registered")}
 
 
-def _line_key(line: bytes) -> tuple | None:
-    """The key of a stored Episode line, or None for a blank or corrupt one."""
+def _line_key(line: bytes, graded_only: bool = False) -> tuple | None:
+    """The key of a stored Episode line, or None for a blank or corrupt one (and, with
+    ``graded_only``, for one the grader could not grade)."""
     episode = _parse_line(line)
-    return None if episode is None else episode.key
+    if episode is None or (graded_only and episode.grading_error is not None):
+        return None
+    return episode.key
 
 
 def _parse_line(line: bytes) -> Episode | None:
@@ -392,15 +401,18 @@ def iter_episodes(path: str | os.PathLike) -> Iterator[Episode]:
     episodes_path = Path(path) / EPISODES_FILE
     if not episodes_path.exists():
         return
-    seen, corrupt = set(), []
+    seen, corrupt, ungraded = set(), [], {}
     for number, line in enumerate(episodes_path.read_bytes().split(b"\n"), 1):
         episode = _parse_line(line)
         if episode is None:
             if line.strip():
                 corrupt.append(number)
+        elif episode.grading_error is not None:  # shown only if never graded since
+            ungraded.setdefault(episode.key, episode)
         elif episode.key not in seen:
             seen.add(episode.key)
             yield episode
+    yield from (e for key, e in ungraded.items() if key not in seen)
     if corrupt:
         shown = ", ".join(map(str, corrupt[:5])) + (", ..." if len(corrupt) > 5 else "")
         warnings.warn(f"{episodes_path}: skipped {len(corrupt)} corrupt line(s) (line {shown}); "

@@ -62,8 +62,10 @@ def episode_record(env: Any, run: EpisodeRun, policy_name: str,
                    latency: float | None, wall_s: float, *, oracle: bool = False) -> Episode:
     """The :class:`Episode` of a finished run: its trajectory, score (graded here when the run
     ended before the environment did) and costs; ``oracle`` when the policy was handed the
-    answer. A run whose reset failed has no steps and no score."""
+    answer. A run whose reset failed has no steps and no score; one the grader could not grade
+    has no score and its ``grading_error``."""
     from srelib.env.grading import r_cross, score_trajectory
+    from srelib.env.grading_errors import GradingError
     from srelib.env.task_ids import by_task
 
     spec, info = run.spec, run.info
@@ -76,8 +78,19 @@ def episode_record(env: Any, run: EpisodeRun, policy_name: str,
     # list: the episode keeps the records, not a copy of them
     trajectory = list(env.trajectory)
     score = info.get("score") if (run.terminated or run.truncated) else None
-    if score is None:
-        score = score_trajectory(task, spec.mode, trajectory)
+    grading_error = info.get("grading_error")
+    if score is None and grading_error is None:
+        try:
+            score = score_trajectory(task, spec.mode, trajectory)
+        except GradingError as exc:
+            grading_error = exc.record()
+    if score is None:  # not graded: the episode keeps why, and a resumed run plays it again
+        return Episode(policy=policy_name, task=task, pool=info["pool"], mode=info["mode"],
+                       seed=info["seed"], steps=trajectory, parse_failures=count_parse_failures(
+                           trajectory), tokens=tokens, latency_s=latency,
+                       terminated=bool(run.terminated), truncated=bool(run.truncated),
+                       ended_by=run.ended_by, wall_s=round(wall_s, 6), error=run.error,
+                       oracle=oracle, grading_error=grading_error)
     cross = None
     null = None if null_repair is None else by_task(null_repair, task)
     repair = score.get("repair")

@@ -9,6 +9,7 @@ across processes. One episode is played by :mod:`srelib.runners.play` (re-export
 from __future__ import annotations
 
 import os
+import warnings
 from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -99,7 +100,10 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     the directory's episodes are discarded first. ``null_repair`` (task -> null-handoff repair)
     adds ``r_cross``. Rows are sorted by policy, task, pool, mode and seed;
     ``frame.attrs["nonstandard"]`` names the settings other than srelib's the episodes were
-    scored under (``max_steps``, ``null_repair``: :mod:`srelib.results.settings`).
+    scored under (``max_steps``, ``null_repair``: :mod:`srelib.results.settings`). Episodes the
+    grader could not grade (:mod:`srelib.env.grading_errors`) have no score, their
+    ``grading_error`` column says why, ``frame.attrs["grading_errors"]`` counts them and a
+    :class:`GradingErrorWarning` names them; with ``out``, running again plays them again.
     """
     from srelib.extras import progress_bar, require
 
@@ -151,7 +155,20 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     frame = frame_from_episodes(finished)
     frame.attrs["nonstandard"] = nonstandard_settings({"config": {"max_steps": max_steps,
                                                                   "null_repair": null_repair}})
+    ungraded = [e for e in finished if e.grading_error is not None]
+    frame.attrs["grading_errors"] = len(ungraded)
+    if ungraded:
+        kinds = sorted({str(e.grading_error.get("kind")) for e in ungraded if e.grading_error})
+        warnings.warn(f"{len(ungraded)} of {len(finished)} episodes could not be graded (the "
+                      f"grader failed: {', '.join(kinds)}); their rows have no score and "
+                      "'grading_error' says why" + ("; run again with the same out= to grade "
+                      "them" if store is not None else ""), GradingErrorWarning, stacklevel=2)
     return frame
+
+
+class GradingErrorWarning(UserWarning):
+    """Some episodes of an evaluation could not be graded: the grader failed, not the agent
+    (:mod:`srelib.env.grading_errors`). They are counted apart, never scored."""
 
 
 def _batch_policies(policies: Mapping[str, Any], names: set[str]) -> dict[str, Any]:

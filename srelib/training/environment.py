@@ -92,7 +92,12 @@ class IncidentToolEnv:
         return f"{render_incident(observation)}\n\n{render_observation(observation, self.obs_chars, tools=True)}"
 
     def get_reward(self) -> float:
-        """The episode's final score (a rollout that never finished is scored as it stands)."""
+        """The episode's final score (a rollout that never finished is scored as it stands).
+
+        Raises:
+            GradingError: the grader could not grade it (:mod:`srelib.env.grading_errors`):
+                no reward is made up for it.
+        """
         if self.final is None:
             from srelib.env.grading import score_trajectory
 
@@ -109,8 +114,8 @@ class IncidentToolEnv:
         self.unreadable_calls += action["action_type"] == PARSE_ERROR
         observation, _reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
-            self.done = True
-            self.final = float(info["score"]["final"])
+            self.done = True  # no score where the grader failed: get_reward grades again
+            self.final = None if info.get("score") is None else float(info["score"]["final"])
         return render_observation(observation, self.obs_chars, tools=True)
 
 
