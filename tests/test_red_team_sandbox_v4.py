@@ -444,6 +444,9 @@ def test_step_never_raises_and_a_resumed_run_grades_it_again(tiny_apply_folder, 
                          seeds=1, mode="p2_only", out=out, progress=False)
     assert frame.attrs["grading_errors"] == 1 and frame["final"].isna().all()
     assert frame["grading_error"].iloc[0].startswith("no_space: ")
+    from srelib.runners.runs import verify_run
+    unverified = verify_run(out)
+    assert not unverified.ok and any("not graded (no_space)" in p for p in unverified.problems)
     filler.unlink()
     with warnings.catch_warnings():
         warnings.simplefilter("error", GradingErrorWarning)
@@ -451,3 +454,4 @@ def test_step_never_raises_and_a_resumed_run_grades_it_again(tiny_apply_folder, 
                          seeds=1, mode="p2_only", out=out, progress=False)
     assert again.attrs["grading_errors"] == 0 and again["grading_error"].isna().all()
     assert again["resolved"].tolist() == ["full"] and again["final"].iloc[0] > 0.9
+    assert verify_run(out).ok

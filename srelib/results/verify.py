@@ -256,7 +256,8 @@ def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
     Problems: planned episodes missing and stored ones not planned, a plan that does not match
     its digest or is no grid ``evaluate`` makes (:mod:`srelib.results.grid`), policies the
     config names that the plan lacks, each episode that does not replay (:func:`verify_episode`
-    with the run's ``max_steps`` and ``null_repair``) or that ``rerun`` rejects, and a signature
+    with the run's ``max_steps`` and ``null_repair``) or that ``rerun`` rejects, an episode the
+    grader could not grade (it has no score to check), and a signature
     that does not hold under ``key``. Episodes are named by their key, the task by its public
     name.
 
@@ -308,6 +309,10 @@ def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
             continue
         if episode.ended_by is None:
             problems.append(f"{name}: stored before it ended")
+            continue
+        if episode.grading_error is not None:  # no score to check: the run is not complete
+            problems.append(f"{name}: not graded ({episode.grading_error.get('kind')}): run the "
+                            "evaluation again with the same out= to grade it")
             continue
         check = verify_episode(episode, max_steps=config.get("max_steps") or 0,
                                null_repair=config.get("null_repair") or {})
