@@ -31,6 +31,9 @@ MAX_MESSAGE_CHARS = 1 << 20
 MAX_MESSAGE_BYTES = 4 * MAX_MESSAGE_CHARS
 MAX_DEPTH = 64
 MAX_BODY = 1 << 20  # bytes of any HTTP request's body
+#: Bytes of pipelined HTTP requests read ahead of the one being answered (uvicorn's high-water
+#: mark for a request body).
+MAX_PIPELINED = 1 << 16
 WS_TYPES = ("reset", "step", "state", "close")
 TOKEN_HEADER = b"x-session-token"
 
@@ -279,9 +282,38 @@ async def respond_json(send: Callable, status: int, content: dict, headers=()) -
 def timed_http(read_timeout: float):
     """uvicorn's h11 protocol with a read timeout: a connection must deliver each request whole
     (headers and body) within ``read_timeout`` seconds of its first byte, or of connecting,
-    or it is closed (slow clients cannot hold sockets). Idle keep-alive is uvicorn's own."""
+    or it is closed (slow clients cannot hold sockets). Idle keep-alive is uvicorn's own.
+    Reading also pauses while the write buffer is past its high-water mark (a client that
+    does not read what it is sent is not read on) and while more than :data:`MAX_PIPELINED`
+    bytes of pipelined requests wait (uvicorn resumes reading at every response it completes,
+    so a client that pipelines requests faster than they are answered was read without end)."""
     import h11
+    from uvicorn.protocols.http.flow_control import FlowControl
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class BoundFlow(FlowControl):
+        """uvicorn's flow control: the transport reads while neither side is paused and the
+        requests received but not yet handled (``backlog()`` bytes) are few."""
+
+        def __init__(self, transport, backlog: Callable[[], int]):
+            super().__init__(transport)
+            self.backlog = backlog
+
+        def resume_reading(self) -> None:
+            if self.backlog() > MAX_PIPELINED:
+                return  # still paused: the next response completed asks again
+            if not self.write_paused:
+                return super().resume_reading()
+            self.read_paused = False  # read again once the client has read (resume_writing)
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self._transport.pause_reading()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if not self.read_paused:
+                self._transport.resume_reading()
 
     class TimedH11Protocol(H11Protocol):
         _timer = None
@@ -302,6 +334,7 @@ def timed_http(read_timeout: float):
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
+            self.flow = BoundFlow(transport, lambda: len(self.conn.trailing_data[0]))
             self._arm()
 
         def data_received(self, data: bytes) -> None:
