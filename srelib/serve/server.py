@@ -14,13 +14,17 @@ its cap on concurrent sessions and its idle-session reaper. srelib adds:
 * HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
   WebSocket; they count against the same cap and time out the same way, and each is opened by
   the token ``POST /sessions`` returns (header ``X-Session-Token``: another client gets 404);
+* :mod:`srelib.serve.owners`: one registry of who holds which session, whichever route opened
+  it: every kind counts against its client host's ``max_per_client`` (the peer address;
+  ``X-Forwarded-For`` only from the proxies ``forwarded_allow_ips`` names), and a session named
+  by its id is used or closed only with its owner's token;
 * ``/metadata`` with srelib's name, version, description, the action and observation schemas
   and the reward range (:data:`srelib.env.core.REWARD_RANGE`);
 * the actions as MCP tools on OpenEnv's ``/mcp`` route, with MCP's session handshake, so a
   standard MCP client connects (:mod:`srelib.serve.mcp`);
-* :mod:`srelib.serve.guard`: malformed WebSocket frames get an error reply, and no client
-  attaches to or closes another's session through ``/ws`` or ``/mcp``; integers are strict
-  (``"seed": true`` or ``"7"``: 422).
+* :mod:`srelib.serve.guard`: every request body is capped at 1 MiB before it is read;
+  malformed WebSocket frames get an error reply; integers are strict (``"seed": true`` or
+  ``"7"``: 422); a client that does not read what it is sent is not read on.
 
 Protocol errors (invalid JSON, a field of the wrong JSON type, an unknown message) get an error
 reply and the session goes on; agent errors (an unknown action, a missing parameter) are
