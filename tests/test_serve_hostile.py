@@ -482,9 +482,11 @@ def _flood(server: Server, sock: socket.socket, data: bytes, seconds: float) -> 
     MB the server's RSS grew)."""
     before, sent, deadline = server.status("VmRSS"), 0, time.monotonic() + seconds
     sock.setblocking(False)
+    pending = memoryview(data)
     while time.monotonic() < deadline:
         try:
-            sent += sock.send(data)
+            taken = sock.send(pending)  # a part, perhaps: the rest goes next, frames stay whole
+            sent, pending = sent + taken, pending[taken:] or memoryview(data)
         except BlockingIOError:
             time.sleep(0.005)
         except (ConnectionResetError, BrokenPipeError):
