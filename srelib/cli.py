@@ -25,8 +25,8 @@ from typing import Sequence
 from srelib.commands.agent import cmd_agent_measure, cmd_agent_path, cmd_agent_train
 from srelib.commands.demo import cmd_demo
 from srelib.commands.options import (MAX_IDLE_S, MAX_SEED, MAX_SEED_COUNT, MAX_SESSIONS, MAX_STEPS,
-                                     MAX_WORKERS, epochs_option, pools_option, seeds_option,
-                                     whole_number)
+                                     MAX_WORKERS, epochs_option, pools_option, proxies_option,
+                                     seeds_option, whole_number)
 from srelib.commands.runs import cmd_eval, cmd_report, cmd_verify
 from srelib.commands.serve import cmd_serve
 from srelib.commands.swebench import cmd_swebench_export, cmd_swebench_grade
@@ -174,6 +174,11 @@ def _parser() -> argparse.ArgumentParser:
                             "--max-sessions, at least 1)")
     serve.add_argument("--read-timeout", type=whole_number(1, MAX_IDLE_S), default=10,
                        help="seconds a connection has to send a whole request")
+    serve.add_argument("--forwarded-allow-ips", type=proxies_option, default=None,
+                       metavar="ADDRESSES",
+                       help="proxies (comma-separated addresses or networks) whose "
+                            "X-Forwarded-For names the client (default: none, the peer is "
+                            "the client)")
     serve.set_defaults(run=cmd_serve, parser=serve)
 
     swe = sub.add_parser("swebench", help="the train tasks as a SWE-bench dataset; "

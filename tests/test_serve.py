@@ -617,29 +617,42 @@ def test_one_client_holds_at_most_its_share_of_sessions():
 def test_by_default_one_client_holds_a_quarter_of_the_sessions():
     import http.client
 
-    with running(max_sessions=8) as base:
+    with running(max_sessions=8, forwarded_allow_ips="127.0.0.1") as base:  # a trusted proxy
         assert requests.get(f"{base}/sessions", timeout=10).json()["max_per_client"] == 2
         held = [open_session(base) for _ in range(2)]
         got = requests.post(f"{base}/sessions", timeout=10)
         assert got.status_code == 429 and "holds 2 sessions" in got.json()["detail"]
         with pytest.raises(Exception, match="403"):
             _ws(base).close()
-        other = http.client.HTTPConnection("127.0.0.1", int(base.rsplit(":", 1)[1]), timeout=10,
-                                           source_address=("127.0.0.2", 0))
-        other.request("POST", "/sessions")
-        assert other.getresponse().status == 201, "another client still gets a slot"
+        same = http.client.HTTPConnection("127.0.0.1", int(base.rsplit(":", 1)[1]), timeout=10,
+                                          source_address=("127.0.0.2", 0))
+        same.request("POST", "/sessions")
+        assert same.getresponse().status == 429, "another loopback address is the same host"
+        other = requests.post(f"{base}/sessions", headers={"X-Forwarded-For": "192.0.2.7"},
+                              timeout=10)
+        assert other.status_code == 201, "another client (behind the proxy) still gets a slot"
         assert active_sessions(base) == 3
         for session, client in held:
             client.delete(f"{base}/sessions/{session}", timeout=10)
 
 
+class NoSessions:
+    """A stand-in for the server's session registry, in which no session is open: the guard's
+    bookkeeping of WebSocket slots runs without a server."""
+
+    @staticmethod
+    def live(_session_id) -> bool:
+        return False
+
+
 def test_the_guard_forgets_hosts_whose_websockets_closed():
-    from srelib.serve.guard import Clients, Guard
+    from srelib.serve.guard import Guard
+    from srelib.serve.owners import Clients
 
     async def play(_scope, receive, send):  # one host connected at a time
-        assert list(guard.clients.sockets.values()) == [1]
+        assert list(guard.clients.reserved.values()) == [1]
         await receive()  # the client is gone: its slot is free before the session is torn down
-        assert not guard.clients.sockets
+        assert not guard.clients.reserved
 
     async def nothing():
         return {"type": "websocket.disconnect"}
@@ -652,9 +665,9 @@ def test_the_guard_forgets_hosts_whose_websockets_closed():
             scope = {"type": "websocket", "path": "/ws", "client": (f"10.0.{k // 250}.{k % 250}", 1)}
             await guard(scope, nothing, ignore)
 
-    guard = Guard(None, Clients(2), live=lambda session: False, play=play)
+    guard = Guard(None, Clients(2, NoSessions()), play=play)
     asyncio.run(connect_all())
-    assert not guard.clients.sockets
+    assert not guard.clients.reserved
 
 
 def test_slow_and_silent_connections_are_dropped_after_the_read_timeout():

@@ -95,3 +95,20 @@ def whole_number(low: int, high: int):
                 f"must be a whole number from {low} to {high}, got {quoted(text)}")
         return value
     return parse
+
+
+def proxies_option(text: str) -> str:
+    """``--forwarded-allow-ips``: comma-separated IP addresses or networks, or ``*``; the text
+    as uvicorn takes it."""
+    import ipaddress
+
+    items = [item.strip() for item in text.split(",")]
+    for item in items:
+        try:
+            if item != "*":
+                ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an IP address or network: {quoted(item)} "
+                                             "(give addresses like 10.0.0.5 or 10.0.0.0/24, "
+                                             "comma-separated, or *)") from None
+    return ",".join(items)

@@ -12,7 +12,8 @@ def cmd_serve(args) -> int:
 
     _check_listen(args.host, args.port)
     serve(args.host, args.port, max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
-          max_per_client=args.max_per_client, read_timeout=args.read_timeout)
+          max_per_client=args.max_per_client, read_timeout=args.read_timeout,
+          forwarded_allow_ips=args.forwarded_allow_ips)
     return 0
 
 

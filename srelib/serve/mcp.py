@@ -11,9 +11,11 @@ and, as structured content, the observation, reward and ``done``.
 OpenEnv's route knows neither MCP's ``initialize`` handshake nor its session header, so a
 standard client (``mcp``'s streamable HTTP client, ``fastmcp.Client``) could not connect.
 :class:`McpLifecycle` adds them in front of it: ``initialize`` opens an OpenEnv session and
-returns its id as ``Mcp-Session-Id``; a request carrying that header runs in that session
-(OpenEnv's ``params.session_id``); a notification gets 202; ``DELETE /mcp`` closes the session.
-The sessions count against the server's caps like any other.
+returns its handle, a secret that is not its id, as ``Mcp-Session-Id``; a request carrying that
+header runs in that session (OpenEnv's ``params.session_id``); a notification gets 202;
+``DELETE /mcp`` closes the session. Every session this route opens or names is in the server's
+one registry (:mod:`srelib.serve.owners`): counted against the client's cap, used and closed
+only by its owner.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import threading
 from typing import Any, Callable
 
 from srelib.env.pools import MODES, POOLS
-from srelib.serve.guard import Clients, client_host, read_json, replaying, respond_json
+from srelib.serve.guard import TOKEN_HEADER, mcp_failure, read_json, replaying, respond_json
+from srelib.serve.owners import Clients, TooManySessions, client_host
 
 #: The tool that starts an episode (OpenEnv reserves ``reset`` for its own protocol).
 NEW_INCIDENT = "new_incident"
@@ -41,8 +44,7 @@ _RESET_SCHEMA = {
     },
     "required": [],
 }
-_HEADER = b"mcp-session-id"
-_TOKEN = b"x-session-token"  # an MCP session's id is its token (server_guard.Clients.tokens)
+_HEADER = b"mcp-session-id"  # an MCP session's handle: its owner's token
 
 
 def action_tools(env) -> Any:
@@ -99,20 +101,27 @@ def tool_result(env, name: str, arguments: dict) -> dict:
 
 
 class McpLifecycle:
-    """The ASGI middleware (module doc) over OpenEnv's ``/mcp``; ``sessions`` is the server's
-    session registry (:class:`srelib.serve.sessions.Sessions`), ``clients`` counts the
-    sessions it opens per client host."""
+    """The ASGI middleware (module doc) over OpenEnv's ``POST /mcp`` and ``DELETE /mcp``;
+    ``clients`` is the server's session registry (:class:`srelib.serve.owners.Clients`).
 
-    def __init__(self, app, sessions, clients: Clients):
-        self.app, self.sessions, self.clients = app, sessions, clients
+    Every session this route opens or names goes through ``clients``: ``initialize`` and
+    OpenEnv's ``openenv/session/create`` open one under the client's cap (the latter returns
+    its ``session_id`` and ``token``, a session the ``/sessions`` routes also serve);
+    ``Mcp-Session-Id`` names an MCP session by its handle; ``params.session_id`` names a session
+    that the ``X-Session-Token`` header must open; ``openenv/session/close`` and
+    ``DELETE /mcp`` close only such a session. Anything else gets 404, as for no session."""
+
+    def __init__(self, app, clients: Clients):
+        self.app, self.clients = app, clients
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] != "/mcp" or scope["method"] not in ("POST", "DELETE"):
             return await self.app(scope, receive, send)
-        session = dict(scope.get("headers") or []).get(_HEADER, b"").decode(errors="replace") or None
+        headers = dict(scope.get("headers") or [])
+        handle = headers.get(_HEADER, b"").decode(errors="replace") or None
         if scope["method"] == "DELETE":
-            return await self._close(session, send)
-        body, request = await read_json(receive, send)
+            return await self._delete(handle, send)
+        body, request = await read_json(receive)
         if body is None:
             return
         if not isinstance(request, dict):
@@ -120,61 +129,73 @@ class McpLifecycle:
         if "id" not in request and isinstance(request.get("method"), str):  # a notification
             return await _respond_empty(send, 202)
         method, request_id = request.get("method"), request.get("id")
-        if method == "initialize":
-            return await self._initialize(scope, request, send)
         if method == "ping":
             return await respond_json(send, 200, _result(request_id, {}))
-        if session is not None:
-            if session not in self.clients.owners or not self.sessions.live(session):
-                return await respond_json(send, 404, _failure(request_id, -32001, "no such MCP session"))
-            params = request.get("params")
-            request["params"] = {**(params if isinstance(params, dict) else {}), "session_id": session}
+        if method in ("initialize", "openenv/session/create"):
+            return await self._open(scope, request, send)
+        params = request.get("params") if isinstance(request.get("params"), dict) else {}
+        if handle is not None:
+            session = self.clients.by_handle(handle)
+            if session is None:
+                return await respond_json(send, 404, mcp_failure(request_id, -32001, "no such MCP session"))
+        else:
+            session = params.get("session_id")
+            if "session_id" in params and not self.clients.owns(
+                    session, headers.get(TOKEN_HEADER, b"").decode(errors="replace")):
+                return await respond_json(send, 404, mcp_failure(request_id, -32602, "no such session"))
+        if method == "openenv/session/close" and session is not None:
+            await self.clients.close(session)
+            return await respond_json(send, 200, _result(request_id, {"session_id": session,
+                                                                      "closed": True}))
+        if handle is not None:  # OpenEnv's params.session_id: run in the MCP session
+            request["params"] = {**params, "session_id": session}
             body = json.dumps(request).encode()
-            kept = [(k, v) for k, v in scope["headers"] if k not in (b"content-length", _TOKEN)]
-            scope = {**scope, "headers": kept + [(b"content-length", str(len(body)).encode()),
-                                                 (_TOKEN, session.encode())]}
+            kept = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
+            scope = {**scope, "headers": kept + [(b"content-length", str(len(body)).encode())]}
         return await self.app(scope, replaying(body, receive), send)
 
-    async def _initialize(self, scope, request: dict, send) -> None:
-        from mcp.shared.version import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+    async def _open(self, scope, request: dict, send) -> None:
+        """``initialize`` (an MCP session, its handle the ``Mcp-Session-Id`` header) or
+        ``openenv/session/create`` (its id and token in the result)."""
         from openenv.core.env_server import SessionCapacityError
 
-        from srelib._version import __version__
-
-        host, request_id = client_host(scope), request.get("id")
-        if self.clients.full(host, self.sessions.live):
-            return await respond_json(send, 429, _failure(request_id, -32000, "this client holds the "
-                                                      "most sessions one client may"))
+        request_id, mcp = request.get("id"), request.get("method") == "initialize"
         try:
-            session, _env = await self.sessions.open()
+            session, token = await self.clients.open(client_host(scope), mcp=mcp)
+        except TooManySessions as exc:
+            return await respond_json(send, 429, mcp_failure(request_id, -32000, str(exc)))
         except SessionCapacityError as exc:
-            return await respond_json(send, 503, _failure(request_id, -32000, str(exc)))
-        self.clients.tokens[session], self.clients.owners[session] = session, host
+            return await respond_json(send, 503, mcp_failure(request_id, -32000, str(exc)))
+        if not mcp:
+            return await respond_json(send, 200, _result(request_id, {"session_id": session,
+                                                                      "token": token}))
         params = request.get("params") if isinstance(request.get("params"), dict) else {}
-        asked = params.get("protocolVersion")
-        result = {"protocolVersion": asked if asked in SUPPORTED_PROTOCOL_VERSIONS
-                  else LATEST_PROTOCOL_VERSION,
-                  "capabilities": {"tools": {"listChanged": False}},
-                  "serverInfo": {"name": "srelib", "version": __version__},
-                  "instructions": f"Call {NEW_INCIDENT} to start an incident, then the actions."}
-        await respond_json(send, 200, _result(request_id, result), [(_HEADER, session.encode())])
+        await respond_json(send, 200, _result(request_id, _initialized(params)), [(_HEADER, token.encode())])
 
-    async def _close(self, session: str | None, send) -> None:
-        if session is None or session not in self.clients.owners:
+    async def _delete(self, handle: str | None, send) -> None:
+        session = self.clients.by_handle(handle)
+        if session is None:
             return await respond_json(send, 404, {"detail": "no such MCP session"})
-        if self.sessions.live(session):
-            await self.sessions.close(session)
-        self.clients.tokens.pop(session, None)
-        self.clients.owners.pop(session, None)
+        await self.clients.close(session)
         await _respond_empty(send, 200)
+
+
+def _initialized(params: dict) -> dict:
+    """The result of ``initialize``: the protocol version asked for if it is one the ``mcp``
+    package supports, else the latest; the tools capability; srelib's name and version."""
+    from mcp.shared.version import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+
+    from srelib._version import __version__
+
+    asked = params.get("protocolVersion")
+    return {"protocolVersion": asked if asked in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": "srelib", "version": __version__},
+            "instructions": f"Call {NEW_INCIDENT} to start an incident, then the actions."}
 
 
 def _result(request_id, result: dict) -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
-def _failure(request_id, code: int, message: str) -> dict:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
 async def _respond_empty(send, status: int) -> None:

@@ -14,13 +14,17 @@ its cap on concurrent sessions and its idle-session reaper. srelib adds:
 * HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
   WebSocket; they count against the same cap and time out the same way, and each is opened by
   the token ``POST /sessions`` returns (header ``X-Session-Token``: another client gets 404);
+* :mod:`srelib.serve.owners`: one registry of who holds which session, whichever route opened
+  it: every kind counts against its client host's ``max_per_client`` (the peer address;
+  ``X-Forwarded-For`` only from the proxies ``forwarded_allow_ips`` names), and a session named
+  by its id is used or closed only with its owner's token;
 * ``/metadata`` with srelib's name, version, description, the action and observation schemas
   and the reward range (:data:`srelib.env.core.REWARD_RANGE`);
 * the actions as MCP tools on OpenEnv's ``/mcp`` route, with MCP's session handshake, so a
   standard MCP client connects (:mod:`srelib.serve.mcp`);
-* :mod:`srelib.serve.guard`: malformed WebSocket frames get an error reply, and no client
-  attaches to or closes another's session through ``/ws`` or ``/mcp``; integers are strict
-  (``"seed": true`` or ``"7"``: 422).
+* :mod:`srelib.serve.guard`: every request body is capped at 1 MiB before it is read;
+  malformed WebSocket frames get an error reply; integers are strict (``"seed": true`` or
+  ``"7"``: 422); a client that does not read what it is sent is not read on.
 
 Protocol errors (invalid JSON, a field of the wrong JSON type, an unknown message) get an error
 reply and the session goes on; agent errors (an unknown action, a missing parameter) are
@@ -32,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import secrets
 import threading
 import uuid
 from contextlib import contextmanager
@@ -50,8 +53,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from srelib.env.actions import ActionType
 from srelib.env.core import IncidentEnv
-from srelib.serve.guard import Clients, Guard, client_host, timed_http
+from srelib.serve.guard import MAX_MESSAGE_BYTES, BodyLimit, Guard, timed_http
 from srelib.serve.mcp import McpLifecycle
+from srelib.serve.owners import Clients, TooManySessions, client_host
 from srelib.serve.sessions import Sessions
 from srelib.serve.wire import (NoEpisodeError, SessionClosedError, SreAction, SreObservation,
                                SreState)
@@ -322,11 +326,12 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     # registered before OpenEnv's routes, so it answers /metadata with the schemas
     app.get("/metadata", tags=["Environment Info"], summary="Get environment metadata")(metadata)
     server.register_routes(app, mode="simulation")
-    clients, sessions = Clients(max_per_client), Sessions(server)
+    sessions = Sessions(server)
+    clients = Clients(max_per_client, sessions)
     _add_sessions(app, server, sessions, idle_timeout, clients)
-    app.add_middleware(Guard, clients=clients, live=sessions.live,
-                       play=functools.partial(play_socket, sessions))
-    app.add_middleware(McpLifecycle, sessions=sessions, clients=clients)
+    app.add_middleware(Guard, clients=clients, play=functools.partial(play_socket, sessions))
+    app.add_middleware(McpLifecycle, clients=clients)
+    app.add_middleware(BodyLimit)  # outermost: no route reads more than MAX_BODY bytes
     app.state.openenv_server = server
     return app
 
@@ -361,8 +366,8 @@ def _add_sessions(app, server: HTTPEnvServer, sessions: Sessions, idle_timeout: 
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
     def _env(session_id: str, token: str | None) -> SreEnvironment:
-        env = sessions.environment(session_id)
-        if env is None or session_id not in clients.tokens or clients.foreign(session_id, token):
+        env = sessions.environment(session_id) if clients.owns(session_id, token) else None
+        if env is None:
             lapse = f"idle for more than {idle_timeout:g} s, " if idle_timeout else ""
             raise HTTPException(404, f"no session {session_id!r}: it was closed, {lapse}or "
                                      "never opened; POST /sessions opens one")
@@ -384,16 +389,13 @@ def _add_sessions(app, server: HTTPEnvServer, sessions: Sessions, idle_timeout: 
 
     @app.post("/sessions", status_code=201, tags=["Sessions"], summary="Open a session")
     async def open_session(request: Request) -> dict:
-        host = client_host(request.scope)
-        if clients.full(host, sessions.live):
-            raise HTTPException(429, f"this client holds {clients.max_per_client} sessions, the "
-                                     "most one client may; close one first")
         try:
-            session_id, _env_ = await sessions.open()
+            session_id, token = await clients.open(client_host(request.scope))
+        except TooManySessions as exc:
+            raise HTTPException(429, str(exc)) from exc
         except SessionCapacityError as exc:
             raise HTTPException(503, f"{exc}; close a session or retry later") from exc
-        clients.tokens[session_id], clients.owners[session_id] = secrets.token_urlsafe(24), host
-        return {"session_id": session_id, "token": clients.tokens[session_id]}
+        return {"session_id": session_id, "token": token}
 
     @app.post("/sessions/{session_id}/reset", tags=["Sessions"], summary="Start an episode")
     async def reset_session(session_id: str, body: _ResetBody | None = None,
@@ -418,9 +420,7 @@ def _add_sessions(app, server: HTTPEnvServer, sessions: Sessions, idle_timeout: 
     @app.delete("/sessions/{session_id}", tags=["Sessions"], summary="Close a session")
     async def close_session(session_id: str, x_session_token: str | None = Header(None)) -> dict:
         _env(session_id, x_session_token)
-        await sessions.close(session_id)
-        clients.tokens.pop(session_id, None)
-        clients.owners.pop(session_id, None)
+        await clients.close(session_id)
         return {"session_id": session_id, "closed": True}
 
 
@@ -436,41 +436,51 @@ def __getattr__(name: str):
 # running it
 
 
-def _config(host: str, port: int, log_level: str, read_timeout: float, **app_options):
+def _config(host: str, port: int, log_level: str, read_timeout: float,
+            forwarded_allow_ips: str | None, **app_options):
     import uvicorn
 
     # no permessage-deflate: an observation is a few kB, and compressing every frame cost the
-    # server more CPU than the whole step (bench/bench_serve.py --profile)
+    # server more CPU than the whole step (bench/bench_serve.py --profile). X-Forwarded-For is
+    # read only from the proxies named (uvicorn's default trusts it from 127.0.0.1, and its
+    # FORWARDED_ALLOW_IPS environment variable): passed explicitly either way.
     return uvicorn.Config(build_app(**app_options), host=host, port=port, log_level=log_level,
                           http=timed_http(read_timeout), ws=websocket_protocol(),
-                          ws_per_message_deflate=False)
+                          ws_max_size=MAX_MESSAGE_BYTES, ws_per_message_deflate=False,
+                          proxy_headers=forwarded_allow_ips is not None,
+                          forwarded_allow_ips=forwarded_allow_ips or "")
 
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
           max_sessions: int = DEFAULT_MAX_SESSIONS, max_per_client: int | None = None,
           idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S,
-          read_timeout: float = DEFAULT_READ_TIMEOUT_S, log_level: str = "info") -> None:
+          read_timeout: float = DEFAULT_READ_TIMEOUT_S, forwarded_allow_ips: str | None = None,
+          log_level: str = "info") -> None:
     """Run the server until interrupted (what ``srelib serve`` does); options as in
-    :func:`build_app`, and ``read_timeout`` (:func:`srelib.serve.guard.timed_http`)."""
+    :func:`build_app`, ``read_timeout`` (:func:`srelib.serve.guard.timed_http`) and
+    ``forwarded_allow_ips``: the proxies (comma-separated addresses or networks, ``*`` for any)
+    whose ``X-Forwarded-For`` names the client; None: none, the peer is the client."""
     import uvicorn
 
-    uvicorn.Server(_config(host, port, log_level, read_timeout, max_sessions=max_sessions,
-                           max_per_client=max_per_client, idle_timeout=idle_timeout)).run()
+    uvicorn.Server(_config(host, port, log_level, read_timeout, forwarded_allow_ips,
+                           max_sessions=max_sessions, max_per_client=max_per_client,
+                           idle_timeout=idle_timeout)).run()
 
 
 @contextmanager
 def running(host: str = DEFAULT_HOST, port: int = 0, *, max_sessions: int = DEFAULT_MAX_SESSIONS,
             max_per_client: int | None = None, idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S,
-            read_timeout: float = DEFAULT_READ_TIMEOUT_S, log_level: str = "warning",
-            start_timeout: float = 30.0) -> Iterator[str]:
+            read_timeout: float = DEFAULT_READ_TIMEOUT_S, forwarded_allow_ips: str | None = None,
+            log_level: str = "warning", start_timeout: float = 30.0) -> Iterator[str]:
     """Serve in a background thread of this process; yields the base URL (``port=0``: any free
     port). For notebooks, tests and benchmarks; the server stops when the block ends."""
     import time
 
     import uvicorn
 
-    config = _config(host, port, log_level, read_timeout, max_sessions=max_sessions,
-                     max_per_client=max_per_client, idle_timeout=idle_timeout)
+    config = _config(host, port, log_level, read_timeout, forwarded_allow_ips,
+                     max_sessions=max_sessions, max_per_client=max_per_client,
+                     idle_timeout=idle_timeout)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="srelib-serve", daemon=True)
     thread.start()
@@ -483,7 +493,7 @@ def running(host: str = DEFAULT_HOST, port: int = 0, *, max_sessions: int = DEFA
         time.sleep(0.02)
     bound = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://{host}:{bound}"
+        yield f"http://[{host}]:{bound}" if ":" in host else f"http://{host}:{bound}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

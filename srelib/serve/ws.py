@@ -180,6 +180,10 @@ async def play_socket(sessions: Sessions, scope: dict, receive: Receive, send: S
 #: uvicorn's ``ws_max_size`` (16 MiB), so a count alone would let one connection queue 256 MiB.
 MAX_AHEAD = 16
 MAX_AHEAD_CHARS = 1 << 20
+#: The frames one message may come in (a first frame and its continuations): each costs the
+#: parser a pass and the message a buffer, so a message of a few MiB in one-byte frames would
+#: cost the server far more memory and CPU than its size. Past it the connection is closed, 1009.
+MAX_FRAGMENTS = 1024
 
 
 def _length(event: dict) -> int:
@@ -211,7 +215,13 @@ def websocket_protocol():
     * reading pauses only while a client is more than :data:`MAX_AHEAD` messages or
       :data:`MAX_AHEAD_CHARS` characters ahead (uvicorn pauses after every message and resumes
       when the app takes it: two ``epoll`` calls a message, for a protocol in which a client
-      waits for each reply anyway); it resumes when the app has taken them all.
+      waits for each reply anyway); it resumes when the app has taken them all;
+    * reading also pauses while the write buffer is past its high-water mark (the client does
+      not read what it is sent): ``websockets`` answers every ping with a pong written at once,
+      so a client that pings and never reads would otherwise queue pongs without end;
+    * a message in more than :data:`MAX_FRAGMENTS` frames closes the connection (1009);
+    * a ``token=`` in the query moves to an ``X-Session-Token`` header before anything sees the
+      request, so the access log, which prints the query, never shows a session's token.
     """
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
     from websockets.protocol import OPEN
@@ -220,6 +230,8 @@ def websocket_protocol():
         _frames: Boundaries | None = None  # where frames end, from the end of the handshake
         _lane: Lane | None = None
         _parked = False  # is the app waiting in receive()?
+        _write_blocked = False  # is the write buffer past its high-water mark?
+        _fragments = 0  # the frames of the message being received
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -228,6 +240,7 @@ def websocket_protocol():
         def handle_connect(self, event) -> None:
             super().handle_connect(event)
             if self.response.status_code == 101:
+                _token_to_header(self.scope)
                 self.scope["extensions"][LANE] = self._attach
                 # uvicorn hands over the handshake request alone: frames start with the next
                 # bytes (a client that sent frames with its request gets no fast path)
@@ -266,12 +279,43 @@ def websocket_protocol():
             return True
 
         async def receive(self):
-            """uvicorn's, noting while the app waits in it (when the lane may answer)."""
+            """uvicorn's, noting while the app waits in it (when the lane may answer); it
+            resumes reading, unless the client does not read what it is sent."""
             self._parked = True
             try:
                 return await super().receive()
             finally:
                 self._parked = False
+                if self._write_blocked:
+                    self.transport.pause_reading()
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self._write_blocked = True
+            self.transport.pause_reading()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self._write_blocked = False
+            if not self.read_paused:
+                self.transport.resume_reading()
+
+        def handle_text(self, event) -> None:
+            self._fragments = 1
+            super().handle_text(event)
+
+        def handle_bytes(self, event) -> None:
+            self._fragments = 1
+            super().handle_bytes(event)
+
+        def handle_cont(self, event) -> None:
+            self._fragments += 1
+            if self._fragments <= MAX_FRAGMENTS:
+                return super().handle_cont(event)
+            if not self.close_sent:
+                self.frames = []
+                self.conn.fail(1009, f"a message may come in at most {MAX_FRAGMENTS} frames")
+                self.handle_parser_exception()
 
         def send_receive_event_to_app(self) -> None:
             paused, self.read_paused = self.read_paused, True  # uvicorn: pause if not paused
@@ -287,3 +331,14 @@ def websocket_protocol():
                 self.transport.pause_reading()
 
     return AheadProtocol
+
+
+def _token_to_header(scope: dict) -> None:
+    """Move a ``token`` of ``scope``'s query string into an ``X-Session-Token`` header."""
+    from urllib.parse import parse_qsl, urlencode
+
+    pairs = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+    tokens = [value for key, value in pairs if key == "token"]
+    if tokens:
+        scope["query_string"] = urlencode([(k, v) for k, v in pairs if k != "token"]).encode()
+        scope["headers"] = [*scope["headers"], (b"x-session-token", tokens[0].encode("latin-1"))]
