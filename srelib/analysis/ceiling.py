@@ -128,10 +128,14 @@ def ceiling_table(phase2_policy, phase1_policies: Mapping[str, Any] | None = Non
 
 def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[int] = 20, *,
                     real: Mapping[str, Any] | None = None, joint: Mapping[str, Any] | None = None,
-                    **evaluate_kwargs):
+                    repairer: str | type = "aimed", **evaluate_kwargs):
     """The episodes of the repair ladder on ``tasks``, one row each.
 
-    Every rung of :data:`srelib.policies.scripted.repair.RUNGS` (policy ``rung:<name>``) and every
+    ``repairer`` is the repair the rungs climb with: ``"aimed"``
+    (:class:`srelib.policies.AimedLadderPhase2Policy`, which aims its edit with each piece of
+    the answer), ``"partial_revert"`` (:class:`srelib.policies.LadderPhase2Policy`) or a
+    class built as ``cls(rung)``. Every rung of :data:`srelib.policies.scripted.repair.RUNGS`
+    (policy ``rung:<name>``) and every
     phase-2 policy of ``real`` play after the oracle handoff (:func:`oracle_handoff_episodes`);
     the policies of ``joint`` play both phases themselves (pool C for train tasks, D for
     held-out ones). A ``suite`` column names each task's suite and split
@@ -140,12 +144,13 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
     import pandas as pd
 
     from srelib.env.catalog import expand_tasks, split_of, suite_of
-    from srelib.policies.scripted.repair import RUNGS, LadderPhase2Policy
+    from srelib.policies.scripted.repair import RUNGS
 
     evaluate_kwargs.setdefault("progress", False)
     wanted = expand_tasks(tasks)
     seeds = seeds if isinstance(seeds, int) else list(seeds)
-    rungs = {f"rung:{r}": functools.partial(LadderPhase2Policy, r) for r in RUNGS}
+    ladder = ladder_class(repairer)
+    rungs = {f"rung:{r}": functools.partial(ladder, r) for r in RUNGS}
     clash = set(rungs) & (set(real or {}) | set(joint or {}))
     if clash:
         raise ValueError(f"policy names {sorted(clash)} are the ladder's; use other names")
@@ -159,12 +164,29 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
                              ignore_index=True)
 
 
+def ladder_class(repairer: str | type) -> type:
+    """The ladder policy class for ``repairer`` (see :func:`ladder_episodes`).
+
+    Raises:
+        ValueError: ``repairer`` is a name that is not a ladder's.
+    """
+    if isinstance(repairer, type):
+        return repairer
+    from srelib.policies import AimedLadderPhase2Policy, LadderPhase2Policy
+
+    ladders = {"aimed": AimedLadderPhase2Policy, "partial_revert": LadderPhase2Policy}
+    if repairer not in ladders:
+        raise ValueError(f"unknown ladder repairer {repairer!r}; valid: {', '.join(ladders)}")
+    return ladders[repairer]
+
+
 def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = None, *,
                  real: Mapping[str, Any] | None = None, joint: Mapping[str, Any] | None = None,
                  **evaluate_kwargs):
     """:func:`ladder_episodes` on both suites: every classic task with ``seeds``, and each
     generated split (train, held-out) with one seed per task, its ``generated_tasks`` evenly
-    spaced tasks (default all)."""
+    spaced tasks (default all). Extra keyword arguments (``repairer`` among them) go to
+    :func:`ladder_episodes`."""
     import pandas as pd
 
     from srelib.env.catalog import SPLITS, list_tasks
