@@ -254,3 +254,44 @@ def _pool_task_set(name: str, tasks: Sequence[str]) -> set[str]:
     from srelib.env.pools import POOLS
 
     return {t for t in tasks if POOLS[name].accepts(t)}
+
+
+def handoff_gain(frame, better: str = "oracle", worse: str = "null", *,
+                 confidence: float = 0.95, seed: int = 0):
+    """Per suite, the paired gain in repair of handoff ``better`` over handoff ``worse``.
+
+    Args:
+        frame: :func:`ceiling_episodes` output (handoffs in ``policy``).
+        better, worse: the two handoffs compared.
+        confidence, seed: of the bootstrap CI (:func:`srelib.analysis.stats.bootstrap_ci`).
+
+    Returns:
+        One row per suite (``classic:train``, ``generated:heldout``, ...) and a final ``all``
+        row: n_pairs, the two mean repairs, the mean paired difference and its CI. Episodes
+        pair on task and seed (the two handoffs run in different pools and modes).
+
+    Raises:
+        ValueError: a handoff is missing from ``frame`` or the two share no task and seed.
+    """
+    import pandas as pd
+
+    from srelib.analysis.stats import bootstrap_ci
+    from srelib.env.catalog import split_of, suite_of
+
+    for name in (better, worse):
+        if name not in set(frame["policy"]):
+            raise ValueError(f"handoff {name!r} is not in the frame; handoffs: "
+                             f"{sorted(set(frame['policy']))}")
+    sides = [frame[frame["policy"] == name].set_index(["task", "seed"])["repair"]
+             for name in (better, worse)]
+    pairs = pd.concat(sides, axis=1, keys=["a", "b"], join="inner").dropna().reset_index()
+    if pairs.empty:
+        raise ValueError(f"{better!r} and {worse!r} share no task and seed")
+    pairs["suite"] = [f"{suite_of(t)}:{split_of(t)}" for t in pairs["task"]]
+    rows = []
+    for suite, group in [*pairs.groupby("suite", sort=True), ("all", pairs)]:
+        mean, low, high = bootstrap_ci(group["a"] - group["b"], confidence=confidence, seed=seed)
+        rows.append({"suite": suite, "n_pairs": len(group), f"repair ({better})": group["a"].mean(),
+                     f"repair ({worse})": group["b"].mean(), "gain": mean, "gain_low": low,
+                     "gain_high": high})
+    return pd.DataFrame(rows)
