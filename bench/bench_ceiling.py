@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -25,6 +27,7 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=1, help="every step-th generated task")
     parser.add_argument("--ladders", nargs="*", default=["partial_revert", "aimed"])
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--json", default=None, help="also write the tables as JSON here")
     args = parser.parse_args()
 
     import srelib
@@ -42,7 +45,9 @@ def main() -> None:
                         ignore_index=True)
     print("AimedRepairPhase2Policy, repair after the oracle and the null handoff, paired on "
           "task and seed:\n")
-    print(to_markdown(handoff_gain(ceiling).round(3), index=False))
+    gain = handoff_gain(ceiling)
+    print(to_markdown(gain.round(3), index=False))
+    tables = {"gain": gain.to_dict(orient="records")}
     for repairer in args.ladders:
         ladder = pd.concat([ladder_episodes(tasks, seeds, repairer=repairer, workers=args.workers)
                             for tasks, seeds in suites], ignore_index=True)
@@ -50,7 +55,10 @@ def main() -> None:
                                             "full_high", "repair"]]
         print(f"\nrepair ladder climbed with {repairer!r}:\n")
         print(to_markdown(summary.round(3), index=False))
+        tables[f"ladder:{repairer}"] = summary.to_dict(orient="records")
     print(f"\n{time.perf_counter() - started:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(tables, indent=1) + "\n")
 
 
 if __name__ == "__main__":
