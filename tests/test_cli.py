@@ -186,8 +186,10 @@ def test_demo_writes_tables_and_plots(tmp_path):
     assert list(dict.fromkeys(ladder["suite"])) == ["classic:train", "classic:heldout",
                                                     "generated:train", "generated:heldout"]
     top = ladder[ladder.policy == "rung:patch"]
-    assert (top["full"] == 1).all() and (ladder.groupby("suite").size() == 9).all()
+    assert (top["full"] == 1).all() and (ladder.groupby("suite").size() == 12).all()
+    assert {"aimed-repair", "heuristic-aimed-repair"} <= set(ladder["policy"])
     assert "No-answer baseline" in (out / "ceiling.md").read_text()
+    assert "Oracle over null handoff" in (out / "ceiling.md").read_text()
     for name in ("score_distributions", "components", "resolved", "paired_difference",
                  "ceiling_gap", "repair_ladder", "localisation"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"

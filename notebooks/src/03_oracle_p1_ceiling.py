@@ -13,16 +13,21 @@
 # And `r_cross = max(0, repair - null repair)` is the repair that phase-1 context *adds* over an
 # empty handoff, once the null handoff's repair has been calibrated per task.
 #
-# The phase-2 policies: `PartialRevertPhase2Policy`, a repair that needs no answer (it undoes the
-# suspect commit's edits to existing code and keeps the code it adds), and `RevertPhase2Policy`
-# (a blind revert). Then the **repair ladder** gives the partial revert one more piece of the
-# answer per rung, on the classic suite and both generated splits, and the **localisation**
-# columns show how close each episode came to the fault, even when nothing was repaired.
+# The phase-2 policies: `AimedRepairPhase2Policy`, a repair that turns context into an edit (it
+# reads only its observations: with a suspect commit it undoes that commit's edit blocks; with
+# the bad files named it undoes the commit's changes line by line there, keeping signatures and
+# new names; with the bad functions named it restores deleted lines inside them and hands
+# resources back on their error paths; with an empty handoff it searches the git log itself),
+# `PartialRevertPhase2Policy` (undoes the suspect's edits to existing code, keeps the code it
+# adds), `RevertPhase2Policy` (a blind revert) and the saved agent where one exists (`make
+# agent`). Then the **repair ladder** gives the aimed repair one more piece of the answer per
+# rung, on the classic suite and both generated splits, and the **localisation** columns show
+# how close each episode came to the fault, even when nothing was repaired.
 
 # %% tags=["parameters"]
 SEEDS = 8                                              # seeds per task and handoff
 TASKS = "all"                                          # "all" or a list of task names
-PHASE2 = ["PartialRevertPhase2Policy", "RevertPhase2Policy"]  # phase-2 policies to measure
+PHASE2 = ["AimedRepairPhase2Policy", "PartialRevertPhase2Policy", "RevertPhase2Policy"]  # phase 2
 PHASE1 = {"heuristic": "HeuristicPhase1Policy"}        # own-handoff phase-1 policies
 WORKERS = 1                                            # processes for the episodes
 GENERATED_TASKS = 12                                   # ladder: tasks per generated split (None: all)
@@ -47,7 +52,14 @@ import srelib
 from srelib import build_policy
 from srelib.analysis.stats import to_markdown
 
+from srelib.training.agent import agent_policy, find_agent
+
 phase2 = {name: functools.partial(build_policy, name) for name in PHASE2}
+AGENT = find_agent()  # the saved agent of `make agent`, or None
+if AGENT:
+    PHASE2 = [*PHASE2, "agent"]
+    phase2["agent"] = functools.partial(agent_policy, AGENT)
+print(f"saved agent: {AGENT or 'none (run make agent to add it)'}")
 phase1 = {label: functools.partial(build_policy, name) for label, name in PHASE1.items()}
 null_repair = {name: srelib.measure_null_context(factory, tasks=TASKS, seeds=SEEDS, workers=WORKERS)
                for name, factory in phase2.items()}
@@ -98,6 +110,39 @@ expected = pd.Series({(p, t): v for p, per_task in null_repair.items() for t, v 
 mismatch = (null_rows - expected.reindex(null_rows.index)).abs().max()
 print(f"largest difference between the two null measurements: {mismatch:.2e}; "
       f"null r_cross max: {episodes.loc[episodes['policy'] == 'null', 'r_cross'].max():.2f}")
+
+# %% [markdown]
+# ## Does better context buy the aimed repair anything?
+#
+# The classic tasks are few; the generated splits are where the question can be answered. The
+# aimed repair runs after the oracle and the null handoff on `GENERATED_TASKS` evenly spaced
+# tasks of each generated split (one seed), and on the classic tasks above;
+# `srelib.analysis.ceiling.handoff_gain` pairs the two handoffs on task and seed and gives the
+# mean gain with a bootstrap 95% CI, per suite and split.
+
+# %%
+from srelib.analysis.ceiling import handoff_gain
+from srelib.env.catalog import SPLITS
+
+AIMED = phase2["AimedRepairPhase2Policy"]
+sampled = []
+for split in SPLITS:
+    names = srelib.list_tasks("generated", split)
+    step = max(1, len(names) // GENERATED_TASKS) if GENERATED_TASKS else 1
+    sampled += names[::step][:GENERATED_TASKS or None]
+aimed_runs = pd.concat([episodes[episodes["phase2"] == "AimedRepairPhase2Policy"],
+                        ceiling_episodes(AIMED, None, tasks=sampled, seeds=1, workers=WORKERS)],
+                       ignore_index=True)
+display(Markdown(to_markdown(handoff_gain(aimed_runs).round(3), index=False)))
+
+# %% [markdown]
+# Measured on every task (`python bench/bench_ceiling.py --seeds 4 --step 1`, classic 4 seeds,
+# generated 1): the oracle handoff's gain over the null one is +0.106 [0.073, 0.143] on the
+# generated train split (repair 0.233 against 0.126) and +0.145 [0.105, 0.188] on the
+# generated held-out split (0.207 against 0.062): a named suspect is worth more on held-out
+# tasks, where the null handoff's own search finds less (0.062 against 0.126). On the classic
+# tasks the two handoffs tie (train 0.125 each, held-out 0 each): the classic bugs are code to
+# be written, which no handoff turns into a revert.
 
 # %% [markdown]
 # ## The ceiling-gap plots
@@ -183,10 +228,11 @@ display(Markdown("\n".join(lines)))
 # ## The repair ladder, on both suites
 #
 # The per-task ceiling above is zero wherever a revert cannot repair, so it cannot tell *why*
-# phase 2 fails. The ladder can: `LadderPhase2Policy` is the partial revert given one more
+# phase 2 fails. The ladder can: `AimedLadderPhase2Policy` is the aimed repair given one more
 # piece of the answer per rung, each after the oracle handoff: the oracle belief alone (the
-# no-answer baseline), + the bad commit, + the bad file, + the bad function, + the reference
-# patch. Next to the rungs sit real policies: phase-2 policies after the same oracle handoff
+# no-answer baseline), + the bad commit, + the bad file (its file aim), + the bad function (its
+# function aim), + the reference patch. (`repairer="partial_revert"` climbs the old ladder of
+# the partial revert, which the bad file and function barely move.) Next to the rungs sit real policies: phase-2 policies after the same oracle handoff
 # (`oracle handoff`) and joint policies that play both phases (`joint`: pool C for train tasks,
 # pool D for held-out ones). The classic suite runs `SEEDS` seeds per task; each generated split
 # (train and held-out) runs `GENERATED_TASKS` evenly spaced tasks, one seed each.
@@ -195,11 +241,14 @@ display(Markdown("\n".join(lines)))
 from srelib.analysis.ceiling import suite_ladder, summarize_ladder
 from srelib.policies.registry import scripted_policy
 
+ladder_real = {"random": functools.partial(build_policy, "RandomPhase2Policy"),
+               "revert": functools.partial(build_policy, "RevertPhase2Policy"),
+               "partial-revert": functools.partial(build_policy, "PartialRevertPhase2Policy"),
+               "aimed-repair": AIMED, **({"agent": phase2["agent"]} if AGENT else {})}
 ladder_episodes = suite_ladder(
-    SEEDS, GENERATED_TASKS, workers=WORKERS,
-    real={"random": functools.partial(build_policy, "RandomPhase2Policy"),
-          "revert": functools.partial(build_policy, "RevertPhase2Policy")},
-    joint={name: scripted_policy(name) for name in ("heuristic-revert", "heuristic-partial-revert")})
+    SEEDS, GENERATED_TASKS, workers=WORKERS, repairer="aimed", real=ladder_real,
+    joint={name: scripted_policy(name) for name in ("heuristic-revert", "heuristic-partial-revert",
+                                                    "heuristic-aimed-repair")})
 ladder = summarize_ladder(ladder_episodes)
 shown = ladder[["suite", "policy", "kind", "n", "full", "full_low", "full_high", "repair",
                 "commit_diffed", "bad_file_edited"]]
@@ -208,8 +257,18 @@ display(Markdown(to_markdown(shown.round(2), index=False)))
 # %% [markdown]
 # Grey bars are the rungs (share repaired in full, bootstrap 95% CI); each real policy is a
 # line at its own share, so its place on the ladder reads off directly. A flat run of rungs
-# means that piece of knowledge buys a revert nothing: the step to the last rung is the code
+# means that piece of knowledge buys the repair nothing: the step to the last rung is the code
 # that has to be written.
+#
+# Measured on every task (`python bench/bench_ceiling.py --seeds 4 --step 1`, share repaired
+# in full per rung belief / commit / file / function): generated train 0.233 / 0.233 / 0.239 /
+# 0.309 (the partial revert's ladder: 0.233 / 0.233 / 0.233 / 0.243), classic train 0.125 /
+# 0.125 / 0.250 / 0.250 (before: 0.125 flat). The held-out rows say what generalises:
+# generated held-out 0.207 / 0.207 / 0.171 / 0.240, so the line-level undo of a whole file
+# *loses* repair on the held-out shapes (it breaks their PASS_TO_PASS tests) and only the
+# function aim wins it back, to where the partial revert's function rung already was (0.240);
+# classic held-out stays 0 on every rung below the patch. The bad commit buys nothing on any
+# suite: the oracle handoff's suspect already is the bad commit.
 
 # %%
 display(plots.repair_ladder(ladder))

@@ -128,10 +128,14 @@ def ceiling_table(phase2_policy, phase1_policies: Mapping[str, Any] | None = Non
 
 def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[int] = 20, *,
                     real: Mapping[str, Any] | None = None, joint: Mapping[str, Any] | None = None,
-                    **evaluate_kwargs):
+                    repairer: str | type = "aimed", **evaluate_kwargs):
     """The episodes of the repair ladder on ``tasks``, one row each.
 
-    Every rung of :data:`srelib.policies.scripted.repair.RUNGS` (policy ``rung:<name>``) and every
+    ``repairer`` is the repair the rungs climb with: ``"aimed"``
+    (:class:`srelib.policies.AimedLadderPhase2Policy`, which aims its edit with each piece of
+    the answer), ``"partial_revert"`` (:class:`srelib.policies.LadderPhase2Policy`) or a
+    class built as ``cls(rung)``. Every rung of :data:`srelib.policies.scripted.repair.RUNGS`
+    (policy ``rung:<name>``) and every
     phase-2 policy of ``real`` play after the oracle handoff (:func:`oracle_handoff_episodes`);
     the policies of ``joint`` play both phases themselves (pool C for train tasks, D for
     held-out ones). A ``suite`` column names each task's suite and split
@@ -140,12 +144,13 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
     import pandas as pd
 
     from srelib.env.catalog import expand_tasks, split_of, suite_of
-    from srelib.policies.scripted.repair import RUNGS, LadderPhase2Policy
+    from srelib.policies.scripted.repair import RUNGS
 
     evaluate_kwargs.setdefault("progress", False)
     wanted = expand_tasks(tasks)
     seeds = seeds if isinstance(seeds, int) else list(seeds)
-    rungs = {f"rung:{r}": functools.partial(LadderPhase2Policy, r) for r in RUNGS}
+    ladder = ladder_class(repairer)
+    rungs = {f"rung:{r}": functools.partial(ladder, r) for r in RUNGS}
     clash = set(rungs) & (set(real or {}) | set(joint or {}))
     if clash:
         raise ValueError(f"policy names {sorted(clash)} are the ladder's; use other names")
@@ -159,12 +164,29 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
                              ignore_index=True)
 
 
+def ladder_class(repairer: str | type) -> type:
+    """The ladder policy class for ``repairer`` (see :func:`ladder_episodes`).
+
+    Raises:
+        ValueError: ``repairer`` is a name that is not a ladder's.
+    """
+    if isinstance(repairer, type):
+        return repairer
+    from srelib.policies import AimedLadderPhase2Policy, LadderPhase2Policy
+
+    ladders = {"aimed": AimedLadderPhase2Policy, "partial_revert": LadderPhase2Policy}
+    if repairer not in ladders:
+        raise ValueError(f"unknown ladder repairer {repairer!r}; valid: {', '.join(ladders)}")
+    return ladders[repairer]
+
+
 def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = None, *,
                  real: Mapping[str, Any] | None = None, joint: Mapping[str, Any] | None = None,
                  **evaluate_kwargs):
     """:func:`ladder_episodes` on both suites: every classic task with ``seeds``, and each
     generated split (train, held-out) with one seed per task, its ``generated_tasks`` evenly
-    spaced tasks (default all)."""
+    spaced tasks (default all). Extra keyword arguments (``repairer`` among them) go to
+    :func:`ladder_episodes`."""
     import pandas as pd
 
     from srelib.env.catalog import SPLITS, list_tasks
@@ -232,3 +254,44 @@ def _pool_task_set(name: str, tasks: Sequence[str]) -> set[str]:
     from srelib.env.pools import POOLS
 
     return {t for t in tasks if POOLS[name].accepts(t)}
+
+
+def handoff_gain(frame, better: str = "oracle", worse: str = "null", *,
+                 confidence: float = 0.95, seed: int = 0):
+    """Per suite, the paired gain in repair of handoff ``better`` over handoff ``worse``.
+
+    Args:
+        frame: :func:`ceiling_episodes` output (handoffs in ``policy``).
+        better, worse: the two handoffs compared.
+        confidence, seed: of the bootstrap CI (:func:`srelib.analysis.stats.bootstrap_ci`).
+
+    Returns:
+        One row per suite (``classic:train``, ``generated:heldout``, ...) and a final ``all``
+        row: n_pairs, the two mean repairs, the mean paired difference and its CI. Episodes
+        pair on task and seed (the two handoffs run in different pools and modes).
+
+    Raises:
+        ValueError: a handoff is missing from ``frame`` or the two share no task and seed.
+    """
+    import pandas as pd
+
+    from srelib.analysis.stats import bootstrap_ci
+    from srelib.env.catalog import split_of, suite_of
+
+    for name in (better, worse):
+        if name not in set(frame["policy"]):
+            raise ValueError(f"handoff {name!r} is not in the frame; handoffs: "
+                             f"{sorted(set(frame['policy']))}")
+    sides = [frame[frame["policy"] == name].set_index(["task", "seed"])["repair"]
+             for name in (better, worse)]
+    pairs = pd.concat(sides, axis=1, keys=["a", "b"], join="inner").dropna().reset_index()
+    if pairs.empty:
+        raise ValueError(f"{better!r} and {worse!r} share no task and seed")
+    pairs["suite"] = [f"{suite_of(t)}:{split_of(t)}" for t in pairs["task"]]
+    rows = []
+    for suite, group in [*pairs.groupby("suite", sort=True), ("all", pairs)]:
+        mean, low, high = bootstrap_ci(group["a"] - group["b"], confidence=confidence, seed=seed)
+        rows.append({"suite": suite, "n_pairs": len(group), f"repair ({better})": group["a"].mean(),
+                     f"repair ({worse})": group["b"].mean(), "gain": mean, "gain_low": low,
+                     "gain_high": high})
+    return pd.DataFrame(rows)

@@ -16,21 +16,26 @@ from srelib.policies.registry import build_policy, scripted_policy
 
 #: Columns that change from run to run; the demo's CSVs leave them out so a rerun reproduces them.
 TIMING_COLUMNS = ("wall_s", "latency_s")
-#: What ``srelib demo`` runs: the baselines, the ceiling of the no-answer partial revert, and
-#: the repair ladder next to real phase-2 policies (after the oracle handoff) and joint ones.
+#: What ``srelib demo`` runs: the baselines, the ceiling of the aimed repair (a phase-2 policy
+#: that turns a better handoff into a better edit), and the repair ladder climbed with it, next
+#: to real phase-2 policies (after the oracle handoff; the saved agent where one exists) and
+#: joint ones.
 DEMO_POLICIES = ("null", "random", "oracle-random", "heuristic", "heuristic-revert",
                  "heuristic-partial-revert", "reference")
 DEMO_PHASE1 = {"heuristic": "HeuristicPhase1Policy"}
-DEMO_PHASE2 = "PartialRevertPhase2Policy"
-DEMO_LADDER_REAL = {"random": "RandomPhase2Policy", "revert": "RevertPhase2Policy"}
-DEMO_LADDER_JOINT = ("heuristic-revert", "heuristic-partial-revert")
+DEMO_PHASE2 = "AimedRepairPhase2Policy"
+DEMO_LADDER_REAL = {"random": "RandomPhase2Policy", "revert": "RevertPhase2Policy",
+                    "partial-revert": "PartialRevertPhase2Policy",
+                    "aimed-repair": "AimedRepairPhase2Policy"}
+DEMO_LADDER_JOINT = ("heuristic-revert", "heuristic-partial-revert", "heuristic-aimed-repair")
 #: The demo's paired comparison: what reverting the suspect's deploy adds to the heuristic SRE.
 DEMO_COMPARE = ("heuristic-revert", "heuristic")
 
 
 def cmd_demo(args) -> int:
     """``srelib demo``: the baselines, the oracle-P1 ceiling and the repair ladder, in ``--out``."""
-    from srelib.analysis.ceiling import ceiling_episodes, suite_ladder, summarize_ceiling, summarize_ladder
+    from srelib.analysis.ceiling import (ceiling_episodes, handoff_gain, suite_ladder,
+                                         summarize_ceiling, summarize_ladder)
     from srelib.plots.ceiling import ceiling_gap, repair_ladder
     from srelib.plots.outcomes import localisation_vs_score
     from srelib.runners.rollout import evaluate
@@ -55,13 +60,17 @@ def cmd_demo(args) -> int:
     ceiling_md = to_markdown(_ceiling_cells(table))
     print(f"\nOracle-P1 ceiling of {DEMO_PHASE2}: repair [95% CI] per handoff, and the gaps:\n")
     print(ceiling_md)
+    gain_md = to_markdown(handoff_gain(episodes).round(3), index=False)
+    print(f"\nOracle over null handoff for {DEMO_PHASE2}, paired on task and seed:\n")
+    print(gain_md)
+    ceiling_md += f"\n\nOracle over null handoff, paired on task and seed:\n\n{gain_md}"
     save_figure(ceiling_gap(table, phase2=DEMO_PHASE2), out / "ceiling_gap.png")
     save_figure(localisation_vs_score(frame, policies=DEMO_POLICIES), out / "localisation.png")
     written += [out / "ceiling_gap.png", out / "localisation.png"]
 
-    ladder = suite_ladder(generated_tasks=args.generated_tasks,
-                          real={n: functools.partial(build_policy, c)
-                                for n, c in DEMO_LADDER_REAL.items()},
+    ladder = suite_ladder(generated_tasks=args.generated_tasks, repairer="aimed",
+                          real={**{n: functools.partial(build_policy, c)
+                                   for n, c in DEMO_LADDER_REAL.items()}, **_saved_agent()},
                           joint={n: scripted_policy(n) for n in DEMO_LADDER_JOINT}, **common)
     ladder.drop(columns=list(TIMING_COLUMNS)).to_csv(out / "ladder_episodes.csv", index=False)
     steps = summarize_ladder(ladder)
@@ -75,6 +84,14 @@ def cmd_demo(args) -> int:
     print(f"\nwrote {out}/episodes.csv, summary.md, ceiling.csv, ladder.csv, ceiling.md and "
           f"{len(written)} plots in {time.perf_counter() - start:.0f}s")
     return 0
+
+
+def _saved_agent() -> dict:
+    """``{"agent": factory}`` for the saved agent of ``make agent`` where one exists, else {}."""
+    from srelib.training.agent import agent_policy, find_agent
+
+    folder = find_agent()
+    return {"agent": functools.partial(agent_policy, folder)} if folder else {}
 
 
 def _ladder_cells(steps):
@@ -101,8 +118,8 @@ def _ceiling_markdown(ceiling_md: str, ladder_md: str, steps) -> str:
             "Repair [95% bootstrap CI] after each handoff (oracle: pool B; null and heuristic: "
             "their own handoff, pools C/D), and the paired gaps to the oracle handoff.\n\n"
             f"{ceiling_md}\n\n## Repair ladder\n\n"
-            "Each rung is the partial revert given one more piece of the answer after the oracle "
-            "handoff: the oracle belief (`rung belief`, the no-answer baseline itself), + the bad "
+            f"Each rung is the aimed repair ({DEMO_PHASE2}) given one more piece of the answer "
+            "after the oracle handoff (the bad file and function are its aim): the oracle belief (`rung belief`, the no-answer baseline itself), + the bad "
             "commit, + the bad file, + the bad function, + the reference patch. `oracle handoff` "
             "rows are real phase-2 policies after the same handoff; `joint` rows play both "
             "phases (pool C for train tasks, D for held-out ones). `full`: share of episodes "

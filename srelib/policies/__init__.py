@@ -24,6 +24,8 @@ _EXPORTS = {
     "RevertPhase2Policy": "srelib.policies.scripted.revert",
     "PartialRevertPhase2Policy": "srelib.policies.scripted.repair",
     "LadderPhase2Policy": "srelib.policies.scripted.repair",
+    "AimedRepairPhase2Policy": "srelib.policies.scripted.aimed",
+    "AimedLadderPhase2Policy": "srelib.policies.scripted.aimed",
     "ReferencePolicy": "srelib.policies.scripted.reference",
     "OpenAIChatPolicy": "srelib.policies.llm.providers.openai_chat",
     "HFTransformersChatPolicy": "srelib.policies.llm.providers.hf_chat",

@@ -18,6 +18,8 @@ POLICY_CLASSES: dict[str, tuple[str, ...]] = {
     "heuristic-revert": ("HeuristicPhase1Policy", "RevertPhase2Policy"),
     "partial-revert": ("NullPhase1Policy", "PartialRevertPhase2Policy"),
     "heuristic-partial-revert": ("HeuristicPhase1Policy", "PartialRevertPhase2Policy"),
+    "aimed-repair": ("NullPhase1Policy", "AimedRepairPhase2Policy"),
+    "heuristic-aimed-repair": ("HeuristicPhase1Policy", "AimedRepairPhase2Policy"),
     "reference": ("ReferencePolicy",),
 }
 

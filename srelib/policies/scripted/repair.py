@@ -97,14 +97,18 @@ class PartialRevertPhase2Policy(EpisodeWatcher):
         return True
 
 
-class LadderPhase2Policy(AnswerKey, PartialRevertPhase2Policy):
-    """The partial revert with the answer known up to ``rung`` (see :data:`RUNGS`)."""
+class LadderRungs(AnswerKey):
+    """Mixin for a phase-2 repair played at one rung of the ladder (see :data:`RUNGS`): it is
+    handed the answer and knows it up to ``rung``; the repair it is mixed into asks
+    :meth:`_knows` and :meth:`_site`. ``name`` is ``name_prefix`` and the rung."""
+
+    name_prefix = "ladder"
 
     def __init__(self, rung: str = "belief") -> None:
         if rung not in RUNGS:
             raise ValueError(f"unknown rung {rung!r}; valid rungs: {', '.join(RUNGS)}")
         self.rung = rung
-        self.name = f"ladder_{rung}"
+        self.name = f"{self.name_prefix}_{rung}"
         self.needs_answer = rung != "belief"
         super().__init__()
 
@@ -128,6 +132,10 @@ class LadderPhase2Policy(AnswerKey, PartialRevertPhase2Policy):
         if self._knows("commit"):
             return self._site(task_name).bad_commit
         return super()._suspect(observation, task_name)
+
+
+class LadderPhase2Policy(LadderRungs, PartialRevertPhase2Policy):
+    """The partial revert with the answer known up to ``rung`` (see :data:`RUNGS`)."""
 
     def _keep_file(self, path: str, task_name: str) -> bool:
         return path in self._site(task_name).files if self._knows("file") else True
