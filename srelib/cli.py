@@ -58,7 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     from srelib.env.sandbox import SANDBOX_ENV, SANDBOX_MODES
 
+    from srelib._version import __version__
+
     parser = argparse.ArgumentParser(prog="srelib", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"srelib {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     grading = argparse.ArgumentParser(add_help=False)  # the option of every command that grades
     grading.add_argument("--sandbox", choices=SANDBOX_MODES, default=None, help=(

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from srelib.extras import require
+
 #: Columns that pair two conditions' episodes: the same incident.
 PAIR_ON = ("task", "seed")
 
@@ -66,6 +68,7 @@ def ablate(conditions: Mapping[str, Any], *, baseline: str | None = None,
     each condition's episodes in ``out/<name>`` (resumable); without it they go to a temporary
     directory. Other keyword arguments go to :func:`srelib.evaluate`.
     """
+    require("pandas", "srelib.analysis.ablations")
     import pandas as pd
 
     from srelib.results.store import load_episodes
@@ -100,6 +103,7 @@ def ablate(conditions: Mapping[str, Any], *, baseline: str | None = None,
 
 def summarize_conditions(frame, *, confidence: float = 0.95, seed: int = 0):
     """Per condition: n, mean outcome with a bootstrap CI, mean phase-1 and phase-2 steps."""
+    require("pandas", "srelib.analysis.ablations")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci
@@ -119,6 +123,7 @@ def compare(frame, baseline: str, *, confidence: float = 0.95, seed: int = 0):
     Paired on (task, seed) where the two share episodes (``paired`` True); otherwise the
     difference of two independent means, each side resampled on its own.
     """
+    require("pandas", "srelib.analysis.ablations")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci, bootstrap_mean_difference

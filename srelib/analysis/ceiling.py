@@ -14,6 +14,7 @@ import functools
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
+from srelib.extras import require
 from srelib.policies.base import compose
 from srelib.results.store import KEY_COLUMNS
 from srelib.runners.rollout import JOINT_POOLS, evaluate
@@ -41,6 +42,7 @@ def ceiling_episodes(phase2_policy, phase1_policies: Mapping[str, Any] | None = 
     handoff through ``mode="p2_only"``), ``null`` (NullPhase1Policy, joint, pools C/D), and each
     of ``phase1_policies`` joined to ``phase2_policy`` (its own handoff, joint).
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.env.catalog import expand_tasks
@@ -65,6 +67,7 @@ def oracle_handoff_episodes(policies: Mapping[str, Any], tasks: Sequence[str],
                             seeds: int | Iterable[int], **evaluate_kwargs):
     """Each phase-2 policy after the oracle handoff: pool B where it holds the task, else (the
     held-out and generated tasks pool B lacks) the same handoff through ``mode="p2_only"``."""
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     in_b = _pool_task_set("B", tasks)
@@ -85,6 +88,7 @@ def summarize_ceiling(frame, *, confidence: float = 0.95, seed: int = 0):
     NaN on the oracle rows. Tasks come in ``TASKS`` order; handoffs oracle first, then null,
     then the phase-1 policies.
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci
@@ -137,6 +141,7 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
     held-out ones). A ``suite`` column names each task's suite and split
     (``classic:train``, ``generated:heldout``, ...).
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.env.catalog import expand_tasks, split_of, suite_of
@@ -165,6 +170,7 @@ def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = 
     """:func:`ladder_episodes` on both suites: every classic task with ``seeds``, and each
     generated split (train, held-out) with one seed per task, its ``generated_tasks`` evenly
     spaced tasks (default all)."""
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.env.catalog import SPLITS, list_tasks
@@ -190,6 +196,7 @@ def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):
     ``oracle handoff`` or ``joint``), n, repair, repair_low, repair_high, full, full_low,
     full_high, commit_diffed, bad_file_edited. Rungs come first, in ladder order.
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci

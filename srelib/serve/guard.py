@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from srelib.extras import require
 from srelib.serve.wire import loads
 
 MAX_MESSAGE_CHARS = 1 << 20
@@ -259,7 +260,9 @@ def timed_http(read_timeout: float):
     """uvicorn's h11 protocol with a read timeout: a connection must deliver each request whole
     (headers and body) within ``read_timeout`` seconds of its first byte, or of connecting,
     or it is closed (slow clients cannot hold sockets). Idle keep-alive is uvicorn's own."""
+    require("h11", "srelib.serve.guard")
     import h11
+    require("uvicorn", "srelib.serve.guard")
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class TimedH11Protocol(H11Protocol):

@@ -23,6 +23,7 @@ import json
 import threading
 from typing import Any, Callable
 
+from srelib.extras import require
 from srelib.env.pools import MODES, POOLS
 from srelib.serve.guard import Clients, client_host, read_json, replaying, respond_json
 
@@ -47,6 +48,7 @@ _TOKEN = b"x-session-token"  # an MCP session's id is its token (server_guard.Cl
 
 def action_tools(env) -> Any:
     """A FastMCP server whose tools play ``env`` (a :class:`~srelib.serve.server.SreEnvironment`)."""
+    require("fastmcp", "srelib.serve.mcp")
     from fastmcp import FastMCP
     from fastmcp.tools.function_tool import FunctionTool
 
@@ -78,6 +80,7 @@ def _caller(env, name: str, lock: threading.Lock) -> Callable:
 def tool_result(env, name: str, arguments: dict) -> dict:
     """MCP's ``CallToolResult`` for the tool ``name`` called on ``env``; a call the
     environment refuses (an unknown reset option, no episode yet) is an error result."""
+    require("openenv", "srelib.serve.mcp")
     from openenv.core.env_server import serialize_observation
 
     from srelib.policies.llm.prompts import render_observation
@@ -136,7 +139,9 @@ class McpLifecycle:
         return await self.app(scope, replaying(body, receive), send)
 
     async def _initialize(self, scope, request: dict, send) -> None:
+        require("mcp", "srelib.serve.mcp")
         from mcp.shared.version import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+        require("openenv", "srelib.serve.mcp")
         from openenv.core.env_server import SessionCapacityError
 
         from srelib._version import __version__

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from srelib.extras import require
 from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT
 from srelib.training.sft import COMPACT_SYSTEM_PROMPT
 
@@ -115,6 +116,7 @@ def agent_tokenizer(rows: Sequence[dict], vocab_size: int = 4096, tools: list | 
     turn markers; with ``tools`` it renders tools and reads tool calls
     (:mod:`srelib.training.chat_format`). Merges may cross spaces and punctuation but not line
     ends, so a recurring line is one token."""
+    require("tokenizers", "srelib.training.agent")
     from tokenizers import pre_tokenizers
 
     from srelib.training.tiny_model import chat_tokenizer
@@ -145,7 +147,9 @@ def agent_model(tokenizer, *, hidden_size: int = 64, layers: int = 2, context: i
                 seed: int = 0):
     """A fresh Gemma3 causal LM for ``tokenizer``: ``layers`` layers of full attention over
     ``context`` positions, head_dim 32, greedy decoding that stops at the end of a turn."""
+    require("torch", "srelib.training.agent")
     import torch
+    require("transformers", "srelib.training.agent")
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     from srelib.training.tiny_model import END_OF_TURN
@@ -287,6 +291,7 @@ def measure_agent(policy, *, seeds: Iterable[int] = HELD_OUT_SEEDS,
     the baseline."""
     import tempfile
 
+    require("pandas", "srelib.training.agent")
     import pandas as pd
 
     from srelib.policies.registry import scripted_policy
