@@ -104,12 +104,22 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.set_defaults(run=cmd_eval, parser=ev)
 
-    report = sub.add_parser("report", help="print a run's summary and write its plots")
+    report = sub.add_parser("report", parents=[grading],
+                            help="print a run's summary, write its plots and, with --html, "
+                                 "one self-contained HTML report")
     report.add_argument("run_dir", help="a run directory written by 'srelib eval' "
                         "(or its episodes.jsonl)")
     report.add_argument("--plots", default=None, help="where to write PNGs (default RUN/plots)")
     report.add_argument("--compare", default=None, metavar="A,B",
                         help="also print A - B per task, paired on seeds, with a bootstrap CI")
+    report.add_argument("--html", default=None, metavar="FILE",
+                        help="also write the run as one HTML file: provenance, verification, "
+                             "plots, tables and every episode step by step (no server needed)")
+    report.add_argument("--no-verify", action="store_true",
+                        help="with --html: do not replay the episodes (faster; no verification "
+                             "and no per-step results)")
+    report.add_argument("--workers", type=whole_number(1, MAX_WORKERS), default=2,
+                        help="with --html: processes that replay the episodes")
     report.set_defaults(run=cmd_report, parser=report)
 
     demo = sub.add_parser("demo", parents=[grading], help="baselines and the oracle-P1 ceiling, written to --out")

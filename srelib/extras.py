@@ -13,7 +13,7 @@ EXTRA_OF = {
     "distributed": "cluster", "ray": "cluster", "openai": "llm", "transformers": "hf",
     "torch": "hf", "accelerate": "hf", "bitsandbytes": "hf", "ipywidgets": "notebooks",
     "datasets": "train", "trl": "train", "peft": "train", "openenv": "serve",
-    "gymnasium": "gym", "numpy": "demo", "tokenizers": "hf", "huggingface_hub": "hf",
+    "gymnasium": "gym", "numpy": "demo", "PIL": "demo", "tokenizers": "hf", "huggingface_hub": "hf",
     "fastapi": "serve", "uvicorn": "serve", "websockets": "serve", "orjson": "serve",
     "uvloop": "serve", "mcp": "serve", "fastmcp": "serve", "h11": "serve", "pydantic": "serve",
     "pydantic_core": "serve", "inspect_ai": "inspect",

@@ -29,9 +29,10 @@ episode would; the parse-failure count is then what the records say.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from srelib.env.actions import PARSE_ERROR
 from srelib.env.types import Observation, ScoreBreakdown
@@ -211,6 +212,24 @@ def verify_run(path: Any, episodes: list | None = None) -> list[str]:
     that does not replay (:func:`verify_episode` with the run's ``max_steps`` and
     ``null_repair``). Episodes are named by their key, the task by its public name. Empty: the
     run is what its manifest and the environment say it is."""
+    return check_run(path, episodes)[0]
+
+
+def check_run(path: Any, episodes: list | None = None, mapper: Callable = map
+              ) -> tuple[list[str], dict[tuple, Verification]]:
+    """:func:`verify_run`'s problems, with each replayed episode's :class:`Verification`.
+
+    Args:
+        path: a run directory (or its ``episodes.jsonl``).
+        episodes: the run's episodes when already loaded (read from ``path`` otherwise).
+        mapper: how the replays are mapped over the episodes, in order (``map``; an
+            executor's ``map`` replays them on its workers).
+
+    Returns:
+        ``(problems, checks)``: the problems as :func:`verify_run` lists them, and the
+        verification of every planned, ended episode by its key (its observations are what
+        the episode's agent saw, for a viewer to show).
+    """
     from srelib.results.store import RunManifest, load_config, load_episodes, plan_digest
 
     episodes = load_episodes(path) if episodes is None else episodes
@@ -222,7 +241,7 @@ def verify_run(path: Any, episodes: list | None = None) -> list[str]:
     plan = record.get("plan")
     if not isinstance(plan, dict) or not isinstance(plan.get("episodes"), list):
         return [f"{path} has no planned grid in its manifest (run.json): only a run written "
-                "by srelib.evaluate can be checked for missing episodes"]
+                "by srelib.evaluate can be checked for missing episodes"], {}
     planned = [tuple(key) for key in plan["episodes"]]
     problems = []
     if plan.get("digest") != plan_digest(planned):
@@ -231,18 +250,20 @@ def verify_run(path: Any, episodes: list | None = None) -> list[str]:
     problems += [f"{_name(key)}: planned but missing" for key in planned if key not in stored]
     wanted = set(planned)
     config = record.get("config") or {}
+    replayed = []
     for key, episode in stored.items():
         if key not in wanted:
             problems.append(f"{_name(key)}: not in the plan")
-            continue
-        if episode.ended_by is None:
+        elif episode.ended_by is None:
             problems.append(f"{_name(key)}: stored before it ended")
-            continue
-        check = verify_episode(episode, max_steps=config.get("max_steps") or 0,
+        else:
+            replayed.append(episode)
+    replay = functools.partial(verify_episode, max_steps=config.get("max_steps") or 0,
                                null_repair=config.get("null_repair") or {})
-        if not check.ok:
-            problems.append(f"{_name(key)}: {check.problems[0]}")
-    return problems
+    checks = {episode.key: check for episode, check in zip(replayed, mapper(replay, replayed))}
+    problems += [f"{_name(key)}: {check.problems[0]}" for key, check in checks.items()
+                 if not check.ok]
+    return problems, checks
 
 
 def _name(key: tuple) -> str:
