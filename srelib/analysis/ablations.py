@@ -63,10 +63,25 @@ def ablate(conditions: Mapping[str, Any], *, baseline: str | None = None,
            **evaluate_kwargs) -> Ablation:
     """Run every condition on the same tasks and seeds and compare each with ``baseline``.
 
-    ``conditions`` maps a name to a :class:`Condition`, or to a bare policy or factory (a
-    condition with no overrides). ``baseline`` defaults to the first condition. ``out`` keeps
-    each condition's episodes in ``out/<name>`` (resumable); without it they go to a temporary
-    directory. Other keyword arguments go to :func:`srelib.evaluate`.
+    Args:
+        conditions: a name to a :class:`Condition`, or to a bare policy or factory (a condition
+            with no overrides).
+        baseline: the condition the others are compared with (default: the first).
+        tasks: ``"all"``, a suite name or a list of task ids or names.
+        pools: the pools to play.
+        seeds: a count N (seeds 0..N-1) or the seeds themselves.
+        out: keeps each condition's episodes in ``out/<name>`` (resumable); without it they go
+            to a temporary directory.
+        confidence: the level of the paired bootstrap CIs.
+        seed: the bootstrap's seed.
+        **evaluate_kwargs: passed to :func:`srelib.evaluate`.
+
+    Returns:
+        An :class:`Ablation`: every condition's episodes and the paired differences from the
+        baseline, with CIs.
+
+    Raises:
+        ValueError: no condition, or ``baseline`` is not one of them.
     """
     require("pandas", "srelib.analysis.ablations")
     import pandas as pd

@@ -9,13 +9,20 @@ from srelib.results.verify import verify_run
 
 
 def load_run(path: str | os.PathLike, verify: bool = False):
-    """The episodes of a run directory (or of its ``episodes.jsonl``) as a tidy DataFrame,
-    one row per episode.
+    """The episodes of a run as a tidy DataFrame, one row per episode.
 
-    ``verify=True`` first checks the run against its manifest's planned grid and replays every
-    episode through the seeded environment (:func:`srelib.results.verify.verify_run`); it raises
-    ``ValueError`` naming each missing, extra or changed episode: use it whenever saved results
-    are compared.
+    Args:
+        path: a run directory or its ``episodes.jsonl``.
+        verify: first check the run against its manifest's planned grid and replay every
+            episode through the seeded environment (:func:`srelib.results.verify.verify_run`):
+            use it whenever saved results are compared.
+
+    Returns:
+        A pandas DataFrame with the columns of ``srelib.results.COLUMNS``.
+
+    Raises:
+        ValueError: with ``verify``, naming each missing, extra or changed episode.
+        MissingExtra: pandas is not installed (the ``demo`` extra).
     """
     episodes = load_episodes(path)
     if verify:

@@ -100,7 +100,20 @@ def verify_episode(episode: Any, *, max_steps: int | None = None,
     doc). ``max_steps`` and ``null_repair`` are the run's (``run.json``): an episode cut by the
     step cap must have taken exactly ``max_steps`` actions (0: the run had no cap; None: not
     known), and ``r_cross`` must follow from ``null_repair`` (``{}``: the run had none, so
-    ``r_cross`` must be None; None: not known, not checked)."""
+    ``r_cross`` must be None; None: not known, not checked).
+
+    Args:
+        episode: an :class:`Episode` or its dict.
+        max_steps: the run's step cap (0: no cap; None: not known).
+        null_repair: the run's null-handoff repairs (``{}``: none; None: not known).
+
+    Returns:
+        A :class:`Verification`: whether it holds, its problems, and the observations the
+        replay recovered.
+
+    Raises:
+        ValueError: ``episode`` is neither an Episode nor a dict.
+    """
     from srelib.env.core import IncidentEnv
     from srelib.env.grading import score_trajectory
     from srelib.episode import RUNNER_ENDINGS, EpisodeSpec, advance, episode_steps
