@@ -91,10 +91,10 @@ def test_the_site_searches_a_function_shows_its_reference_and_a_notebook_plot(si
     assert (folder / "reference" / "episodes" / "index.html").exists()
     with offline_page() as (page, refused):
         page.goto(base + "/")
-        page.click("label[for='__search']")
+        page.click("input.md-search__input")  # the header's search box
         page.fill("input.md-search__input", "evaluate")
         first = page.locator(".md-search-result__item a").first
-        first.wait_for(timeout=30_000)
+        first.wait_for(timeout=120_000)  # the index is built in a worker on first use
         hits = page.locator(".md-search-result__item a").evaluate_all(
             "links => links.map(a => a.href)")
         assert any("reference/episodes/" in h for h in hits), hits
@@ -115,4 +115,8 @@ def test_the_site_searches_a_function_shows_its_reference_and_a_notebook_plot(si
         size = images.first.evaluate("img => [img.complete, img.naturalWidth, img.getBoundingClientRect().height]")
         assert size[0] and size[1] > 100 and size[2] > 50, size  # decoded and drawn
         screenshot(page, "docs_notebook.png", full_page=False)
-    assert refused == [], refused
+    # the site loads nothing it needs from elsewhere (no fonts, no scripts): what the browser
+    # was refused is the header's repository widget asking GitHub for its counts and a
+    # notebook's own Colab badge, both of which the pages show without
+    optional = ("https://api.github.com/repos/", "https://colab.research.google.com/assets/")
+    assert [u for u in refused if not u.startswith(optional)] == [], refused

@@ -20,6 +20,7 @@ script stops at the first failure with its output. Exit status 0: the wheel work
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import subprocess
@@ -167,8 +168,8 @@ def notebook_environment(log: Log, wheel: Path, work: Path) -> None:
     env = venv(log, where, [f"srelib[notebooks,hf] @ {wheel.as_uri()}", *PINS, "papermill"])
     env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU path, on a machine with a GPU too
     notebook(log, where / "bin" / "python", env, "05_gemma_colab.ipynb", work,
-             "-p", "SEEDS", "1", "-p", "TASKS", '["memory_leak"]', "-p", "MAX_STEPS", "6",
-             "-p", "BASELINES", '["null", "heuristic-revert"]')
+             "-y", json.dumps({"SEEDS": 1, "TASKS": ["memory_leak"], "MAX_STEPS": 6,
+                               "BASELINES": ["null", "heuristic-revert"]}))
 
 
 def main(argv: list[str] | None = None) -> int:
