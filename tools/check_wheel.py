@@ -167,9 +167,22 @@ def notebook_environment(log: Log, wheel: Path, work: Path) -> None:
     where = work / "venv-notebooks"
     env = venv(log, where, [f"srelib[notebooks,hf] @ {wheel.as_uri()}", *PINS, "papermill"])
     env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU path, on a machine with a GPU too
+    env["SRELIB_AGENT_HOME"] = str(work / "agents")  # a first run: no saved agent
     notebook(log, where / "bin" / "python", env, "05_gemma_colab.ipynb", work,
              "-y", json.dumps({"SEEDS": 1, "TASKS": ["memory_leak"], "MAX_STEPS": 6,
                                "BASELINES": ["null", "heuristic-revert"]}))
+    said = _printed(work / "executed-05_gemma_colab.ipynb")
+    note = next((line for line in said.splitlines() if line.startswith("No saved agent")), None)
+    if note is None or "seconds" not in note:
+        raise SystemExit("FAILED: notebook 05 did not say how long training the agent takes")
+    log.say(f"  notebook 05 said: {note}")
+
+
+def _printed(path: Path) -> str:
+    """Everything an executed notebook's cells printed."""
+    cells = json.loads(path.read_text())["cells"]
+    return "".join("".join(o.get("text", "")) for c in cells for o in c.get("outputs", [])
+                   if o.get("output_type") == "stream")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,6 +56,26 @@ AGENT_HOME = Path.home() / ".cache" / "srelib" / "agents"
 PROVENANCE_FILE = "srelib_provenance.json"
 
 
+#: How long training the agent takes, as measured for the README's benchmark table
+#: (``/usr/bin/time -v make agent``: 24 seeds, 3 epochs, on the 2-core machine).
+TRAINING_TIME = "about 75 seconds on two CPU cores"
+
+
+def missing_agent_note(instead: str) -> str:
+    """What a notebook says on a machine with no saved agent.
+
+    Args:
+        instead: what the notebook does without it (e.g. "this run uses the tiny test model").
+
+    Returns:
+        One paragraph: that no agent is saved, how long training one takes, where it is kept
+        (so only a first run trains), and how to train it or do without.
+    """
+    return (f"No saved agent in {default_agent_dir()}: {instead}. Training one "
+            f"(`srelib agent train`, or `make agent` in a checkout) takes {TRAINING_TIME}; it "
+            "is saved there and reused by every later run, so only a first run pays for it.")
+
+
 def training_options(**given) -> dict:
     """:func:`train_agent`'s keyword options, its defaults filled in, as JSON values."""
     defaults = {name: p.default for name, p in inspect.signature(train_agent).parameters.items()
