@@ -10,12 +10,12 @@ DEMO_STAMP := $(VENV)/.demo-installed
 # Python compiles what the tests import when they import it, not every file of every package.
 TEST_PINS := torch==2.13.0 transformers==5.24.0
 
-.PHONY: setup test test-fast test-gpu-paths test-bench test-cpus demo lab bench clean agent outputs
+.PHONY: setup test test-fast test-gpu-paths test-bench test-cpus check-wheel docs demo lab bench clean agent outputs
 
 $(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --no-compile $(TEST_PINS) -e ".[llm,hf,notebooks,dev]"
+	$(BIN)/pip install -q --no-compile $(TEST_PINS) -e ".[llm,hf,notebooks,dev,docs]"
 	touch $(STAMP)
 
 $(DEMO_STAMP): pyproject.toml
@@ -52,6 +52,16 @@ test-bench: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 -m "not slow" tests
 
+# the wheel and sdist built, checked by twine, and installed into two fresh virtual
+# environments (the demo extra alone; the notebook extras) that run the demo, an evaluate, a
+# report, a graded patch and notebooks 01 and 05 from site-packages (.ci/run runs it)
+check-wheel: $(STAMP)
+	$(BIN)/python tools/check_wheel.py
+
+# the documentation site into site/, warnings as errors (mkdocs.yml; the docs extra)
+docs: $(STAMP)
+	$(BIN)/python -m mkdocs build --strict
+
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m srelib demo --out results
 
@@ -67,11 +77,12 @@ outputs: $(STAMP) agent
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
 
-# every CPU benchmark side by side; writes bench/results.md and the README's benchmark table.
+# every CPU benchmark side by side; writes bench/results.md and the benchmark table of
+# docs/benchmarks.md.
 # REFERENCE=/path/holding/incident_env adds the comparison with the reference system.
 REFERENCE ?=
 bench: $(STAMP)
-	$(BIN)/python bench/run_all.py --settle 60 $(if $(REFERENCE),--reference $(REFERENCE)) --results bench/results.md --readme README.md
+	$(BIN)/python bench/run_all.py --settle 60 $(if $(REFERENCE),--reference $(REFERENCE)) --results bench/results.md --table docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) results runs .pytest_cache
+	rm -rf $(VENV) results runs .pytest_cache site .cache

@@ -1,9 +1,9 @@
-"""bench/results.md and the README's benchmark table, written from one run of run_all.py.
+"""bench/results.md and the documentation's benchmark table, written from one run of run_all.py.
 
 ``results.md`` holds the machine, the date, the commit, each script's exact command, the load
 average when it started (a row whose script started with other work on the machine says
-"under load") and every row. The README's table, between :data:`START` and :data:`END`, is the
-rows that have a target, rewritten from the same run; only a run of every script writes it.
+"under load") and every row. The table of docs/benchmarks.md, between :data:`START` and
+:data:`END`, is the rows that have a target, rewritten from the same run; only a run of every script writes it.
 """
 
 from __future__ import annotations
@@ -79,17 +79,18 @@ def results_markdown(runs: list[ScriptRun], command: str, profiles: list[str]) -
     return "\n".join(lines) + "\n"
 
 
-def readme_table(runs: list[ScriptRun]) -> str:
-    """The README block: every row with a target, and where the rest is."""
+def targets_table(runs: list[ScriptRun]) -> str:
+    """The page's block: every row with a target, and where the rest is."""
     rows = [row for r in runs for row in _labelled(r) if row.target]
     return "\n".join([START, format_table(rows), "",
-                      "Every row, each script's command and the machine: "
-                      "[bench/results.md](bench/results.md) (`make bench` rewrites both).", END])
+                      "Every row, each script's command and the machine: [below](#every-row) "
+                      "(`bench/results.md`; `make bench` rewrites both).", END])
 
 
-def write_readme(path: Path, runs: list[ScriptRun]) -> None:
+def write_targets(path: Path, runs: list[ScriptRun]) -> None:
+    """Rewrite the block between :data:`START` and :data:`END` of the page at ``path``."""
     text = path.read_text()
     if START not in text or END not in text:
         raise ValueError(f"{path} has no {START} ... {END} block to rewrite")
     head, rest = text.split(START, 1)
-    path.write_text(head + readme_table(runs) + rest.split(END, 1)[1])
+    path.write_text(head + targets_table(runs) + rest.split(END, 1)[1])

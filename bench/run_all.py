@@ -6,7 +6,7 @@ not part of this run.
 
     python bench/run_all.py --reference /tmp/reference          # the published numbers
     python bench/run_all.py --quick                             # small sizes, a smoke run
-    python bench/run_all.py --results bench/results.md --readme README.md   # make bench
+    python bench/run_all.py --results bench/results.md --table docs/benchmarks.md   # make bench
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO_ROOT, Row, base_parser, format_table  # noqa: E402
-from results_doc import ScriptRun, machine, results_markdown, write_readme  # noqa: E402
+from results_doc import ScriptRun, machine, results_markdown, write_targets  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 #: script -> (full-size arguments, quick arguments)
@@ -95,11 +95,12 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument("--only", nargs="+", choices=sorted(SCRIPTS), help="run only these")
     parser.add_argument("--results", metavar="PATH",
                         help="write the machine, date, commands and rows as markdown to PATH")
-    parser.add_argument("--readme", metavar="PATH",
-                        help="rewrite PATH's benchmark table from this run (a full run only)")
+    parser.add_argument("--table", metavar="PATH",
+                        help="rewrite the benchmark table of PATH (docs/benchmarks.md) from this "
+                             "run (a full run only)")
     args = parser.parse_args(argv)
-    if args.readme and (args.only or args.quick):
-        parser.error("--readme takes a full run: drop --only and --quick")
+    if args.table and (args.only or args.quick):
+        parser.error("--table takes a full run: drop --only and --quick")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"machine: {machine()}, load average {load} (1/5/15 min)\n")
     rows, profiles, runs = [], [], []
@@ -126,8 +127,8 @@ def main(argv: list[str] | None = None) -> list[Row]:
     if args.results:
         command = shlex.join(["python", "bench/run_all.py", *(argv if argv is not None else sys.argv[1:])])
         Path(args.results).write_text(results_markdown(runs, command, profiles))
-    if args.readme:
-        write_readme(Path(args.readme), runs)
+    if args.table:
+        write_targets(Path(args.table), runs)
     return rows
 
 

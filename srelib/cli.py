@@ -59,7 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     from srelib.env.sandbox import SANDBOX_ENV, SANDBOX_MODES
 
+    from srelib._version import __version__
+
     parser = argparse.ArgumentParser(prog="srelib", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"srelib {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     grading = argparse.ArgumentParser(add_help=False)  # the option of every command that grades
     grading.add_argument("--sandbox", choices=SANDBOX_MODES, default=None, help=(
@@ -114,12 +117,22 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--all", action="store_true", help="show every problem and claim")
     verify.set_defaults(run=cmd_verify, parser=verify)
 
-    report = sub.add_parser("report", help="print a run's summary and write its plots")
+    report = sub.add_parser("report", parents=[grading],
+                            help="print a run's summary, write its plots and, with --html, "
+                                 "one self-contained HTML report")
     report.add_argument("run_dir", help="a run directory written by 'srelib eval' "
                         "(or its episodes.jsonl)")
     report.add_argument("--plots", default=None, help="where to write PNGs (default RUN/plots)")
     report.add_argument("--compare", default=None, metavar="A,B",
                         help="also print A - B per task, paired on seeds, with a bootstrap CI")
+    report.add_argument("--html", default=None, metavar="FILE",
+                        help="also write the run as one HTML file: provenance, verification, "
+                             "plots, tables and every episode step by step (no server needed)")
+    report.add_argument("--no-verify", action="store_true",
+                        help="with --html: do not replay the episodes (faster; no verification "
+                             "and no per-step results)")
+    report.add_argument("--workers", type=whole_number(1, MAX_WORKERS), default=2,
+                        help="with --html: processes that replay the episodes")
     report.set_defaults(run=cmd_report, parser=report)
 
     demo = sub.add_parser("demo", parents=[grading], help="baselines and the oracle-P1 ceiling, written to --out")

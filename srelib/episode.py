@@ -87,10 +87,20 @@ def episode_steps(env: Any, spec: EpisodeSpec, *,
     """Reset ``env`` to ``spec``, then yield the run whenever an action is due and apply the
     action sent back, until the episode ends; return the finished run.
 
-    ``max_steps`` caps the actions taken (the environment's own budget still applies); hitting
-    it ends the run as truncated with ``ended_by="max_steps"``. A ``ValueError`` from ``reset``
-    (an unknown task, or a task outside the pool) is the caller's mistake and propagates; any
-    other reset failure ends the run at once as ``env_error``.
+    Args:
+        env: an :class:`IncidentEnv` (or anything with its ``reset`` and ``step``).
+        spec: the task, pool, mode and seed (:meth:`EpisodeSpec.resolve`).
+        max_steps: caps the actions taken (the environment's own budget still applies);
+            hitting it ends the run as truncated with ``ended_by="max_steps"``.
+
+    Returns:
+        A generator of :class:`EpisodeRun`: send it each action; its return value is the
+        finished run. Any reset failure but a ``ValueError`` ends the run at once as
+        ``env_error``.
+
+    Raises:
+        ValueError: from ``reset``: an unknown task, or a task outside the pool (the caller's
+            mistake).
     """
     run = EpisodeRun(spec)
     try:
@@ -114,8 +124,16 @@ def episode_steps(env: Any, spec: EpisodeSpec, *,
 
 
 def drive(steps: EpisodeSteps, choose: Callable[[EpisodeRun], Any]) -> EpisodeRun:
-    """Play ``steps`` to the end with ``choose(run) -> action``; an exception from ``choose``
-    ends the episode as ``policy_error``. Returns the finished run."""
+    """Play ``steps`` to the end, asking ``choose`` for each action.
+
+    Args:
+        steps: the generator :func:`episode_steps` returns.
+        choose: ``choose(run) -> action`` for the run in progress; an exception it raises ends
+            the episode as ``policy_error``.
+
+    Returns:
+        The finished :class:`EpisodeRun`.
+    """
     run = advance(steps, first=True)
     while not run.done:
         try:

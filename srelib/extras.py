@@ -13,17 +13,34 @@ EXTRA_OF = {
     "distributed": "cluster", "ray": "cluster", "openai": "llm", "transformers": "hf",
     "torch": "hf", "accelerate": "hf", "bitsandbytes": "hf", "ipywidgets": "notebooks",
     "datasets": "train", "trl": "train", "peft": "train", "openenv": "serve",
-    "gymnasium": "gym", "cryptography": "sign",
+    "gymnasium": "gym", "numpy": "demo", "PIL": "demo", "tokenizers": "hf", "huggingface_hub": "hf",
+    "fastapi": "serve", "uvicorn": "serve", "websockets": "serve", "orjson": "serve",
+    "uvloop": "serve", "mcp": "serve", "fastmcp": "serve", "h11": "serve", "pydantic": "serve",
+    "pydantic_core": "serve", "inspect_ai": "inspect", "cryptography": "sign",
 }
 
 
-class MissingExtra(ImportError):
+class MissingExtra(ModuleNotFoundError):
     """An optional dependency is not installed; the message is one line naming the extra."""
 
 
 def require(module: str, what: str) -> ModuleType:
-    """Import ``module`` for ``what`` (e.g. ``"evaluate"``), or raise :class:`MissingExtra`
-    saying which extra to install."""
+    """Import an optional module, or say in one line which extra installs it.
+
+    Every import of a package outside the core install goes through this (tests/test_extras.py
+    checks the source), so a missing one never surfaces as a bare ``ModuleNotFoundError``.
+
+    Args:
+        module: the dotted module name, e.g. ``"pandas"`` or ``"transformers.cache_utils"``.
+        what: what needs it, e.g. ``"evaluate"``; it starts the message.
+
+    Returns:
+        The imported module.
+
+    Raises:
+        MissingExtra: the module's package is not installed; the message names the
+            ``pip install 'srelib[EXTRA]'`` that brings it.
+    """
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:

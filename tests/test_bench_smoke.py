@@ -182,14 +182,14 @@ def tiny_model_dir(tmp_path_factory):
     return Path(tiny_chat_model(tmp_path_factory.mktemp("tiny") / "model"))
 
 
-def test_run_all_writes_results_and_the_readme_table(tmp_path):
-    readme = tmp_path / "README.md"
+def test_run_all_writes_results_and_the_docs_table(tmp_path):
+    readme = tmp_path / "benchmarks.md"
     readme.write_text("# x\n\n<!-- bench-table:start -->\nold\n<!-- bench-table:end -->\nafter\n")
     results = tmp_path / "results.md"
     only = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--only", "bench_import.py",
-                           "--readme", str(readme)], cwd=REPO, capture_output=True, text=True,
+                           "--table", str(readme)], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
-    assert only.returncode != 0 and "--readme takes a full run" in only.stderr
+    assert only.returncode != 0 and "--table takes a full run" in only.stderr
     sys.path.insert(0, str(BENCH))
     import results_doc
     from common import Row
@@ -207,7 +207,7 @@ def test_run_all_writes_results_and_the_readme_table(tmp_path):
     quiet = results_doc.ScriptRun("bench_import.py", "python bench/bench_import.py", 0.0, 1.0,
                                   [Row("import", "median", 0.1, "s", "<= 1 s", True),
                                    Row("import", "no target", 1.0)])
-    results_doc.write_readme(readme, [loaded, quiet])
+    results_doc.write_targets(readme, [loaded, quiet])
     table = readme.read_text()
     assert "old" not in table and table.endswith("<!-- bench-table:end -->\nafter\n")
     assert "under load: load average 99.0" in table and "no target" not in table

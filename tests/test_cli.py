@@ -250,3 +250,13 @@ def test_grading_refused_by_a_weak_sandbox_is_one_line_and_unsafe_is_recorded(tm
     assert run["sandbox"] == "unsafe" and run["isolation"] == "rlimits-only" and not run["verified"]
     episode = json.loads((tmp_path / "run" / EPISODES_FILE).read_text().splitlines()[0])
     assert episode["score"]["patch"]["verified"] is False
+
+
+def test_version_prints_the_single_sourced_version(capsys):
+    from srelib._version import __version__
+    from srelib.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"srelib {__version__}"

@@ -35,6 +35,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # each front end is a leaf: none imports another (plots and widgets included)
     ("front ends", ("srelib.plots", "srelib.widgets", "srelib.serve", "srelib.training",
                     "srelib.integrations")),
+    # the run report composes two front ends (the plots and the widgets' HTML panes) into one
+    # file: it sits above them, and only the command line imports it
+    ("composed front ends", ("srelib.report",)),
     ("public API and command line", ("srelib", "srelib.cli", "srelib.commands", "srelib.__main__")),
 )
 FRONT_ENDS = dict(LAYERS)["front ends"]

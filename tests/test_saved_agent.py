@@ -86,3 +86,19 @@ def test_a_real_saved_agent_loads_and_acts_without_running_code_from_its_folder(
                      "valid_actions": ["view_alerts"]}, 1, "memory_leak")
     assert isinstance(action, dict) and not marker.exists()
     assert check_settings(GOOD) == GOOD
+
+
+def test_a_notebook_without_the_agent_says_how_long_training_takes(tmp_path, monkeypatch):
+    """Notebooks 04, 05 and 07 print this on a machine with no saved agent (the wheel check
+    runs notebook 05 so, in a fresh environment): where it would be, what training it costs,
+    and that only a first run pays."""
+    from srelib.training.agent import TRAINING_TIME, default_agent_dir, find_agent, missing_agent_note
+
+    monkeypatch.setenv("SRELIB_AGENT_HOME", str(tmp_path))
+    assert find_agent() is None
+    note = missing_agent_note("this run uses the tiny test model instead")
+    assert note.startswith(f"No saved agent in {default_agent_dir()}: this run uses the tiny")
+    assert TRAINING_TIME in note and "srelib agent train" in note and "reused" in note
+    for name in ("04_llm_openai", "05_gemma_colab", "07_train"):
+        source = (Path(__file__).resolve().parents[1] / "notebooks" / "src" / f"{name}.py")
+        assert "missing_agent_note(" in source.read_text(), name

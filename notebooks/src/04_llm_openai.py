@@ -65,7 +65,7 @@ from urllib.parse import urlsplit
 
 from srelib.policies.llm.saved import saved_settings
 from srelib.training.tiny_model import TINY_PROMPT_LIMITS, serve_tiny_model
-from srelib.training.agent import find_agent
+from srelib.training.agent import find_agent, missing_agent_note
 
 endpoint = contextlib.ExitStack()
 atexit.register(endpoint.close)
@@ -97,7 +97,9 @@ else:
           f"offline test model, served by `transformers serve` at {served.base_url}.")
     print(f"Its replies are capped at {max_tokens} tokens and its prompts at "
           f"{limits['obs_chars']} characters per observation; its scores only show that the "
-          "pipeline works (`make agent` trains a small agent this notebook then serves).")
+          "pipeline works.")
+    print(missing_agent_note("this run serves the tiny test model instead, so nothing is "
+                             "trained here"))
 # a model on this machine (the tiny model, vLLM or Ollama on localhost) has no price per token
 host = urlsplit(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com").hostname
 local = served is not None or host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")

@@ -47,7 +47,7 @@ cuda = torch.cuda.is_available()
 use_tiny = (not cuda) if USE_TINY_MODEL is None else bool(USE_TINY_MODEL)
 agent = None
 if use_tiny:
-    from srelib.training.agent import find_agent
+    from srelib.training.agent import find_agent, missing_agent_note
 
     agent = find_agent()
     why = "no CUDA device was found" if not cuda else "USE_TINY_MODEL is True"
@@ -57,8 +57,9 @@ if use_tiny:
               "GPU for Gemma's numbers.")
     else:
         print(f"Running the tiny offline test model instead of {MODEL_ID}: {why}. Its scores "
-              "only show that the pipeline works (`make agent` trains a small agent that "
-              "this notebook then uses); run on a GPU for real numbers.")
+              "only show that the pipeline works; run on a GPU for real numbers.")
+        print(missing_agent_note("this run uses the tiny test model instead, so nothing is "
+                                 "trained here"))
 elif cuda:
     print(f"Running {MODEL_ID} on {torch.cuda.get_device_name(0)}"
           f"{' in 4-bit' if LOAD_IN_4BIT else ''}.")

@@ -140,7 +140,7 @@ print(f"{untrained.name}: {parse_failure_rate(before):.0%} of its replies were n
 import tempfile
 
 from srelib.training.agent import (agent_policy, default_agent_dir, find_agent, measure_agent,
-                                   train_agent)
+                                   missing_agent_note, train_agent)
 
 if cuda:
     from srelib.training.lora import lora_warm_start
@@ -160,7 +160,9 @@ else:
         print("Using the agent saved by `make agent` (`srelib agent train`): trained for 3 "
               "epochs on the scripted policies' episodes, not retrained here.")
     else:
-        print("No saved agent: training one as `make agent` does (3 epochs).")
+        print(missing_agent_note("training one now, as `make agent` does (3 epochs); to skip "
+                                 "the wait, run `srelib agent train` before opening the "
+                                 "notebook"))
         with quietly():
             agent_dir = train_agent(default_agent_dir())
     agent = agent_policy(agent_dir)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from srelib.extras import require
+
 #: Columns that pair two conditions' episodes: the same incident.
 PAIR_ON = ("task", "seed")
 
@@ -61,11 +63,27 @@ def ablate(conditions: Mapping[str, Any], *, baseline: str | None = None,
            **evaluate_kwargs) -> Ablation:
     """Run every condition on the same tasks and seeds and compare each with ``baseline``.
 
-    ``conditions`` maps a name to a :class:`Condition`, or to a bare policy or factory (a
-    condition with no overrides). ``baseline`` defaults to the first condition. ``out`` keeps
-    each condition's episodes in ``out/<name>`` (resumable); without it they go to a temporary
-    directory. Other keyword arguments go to :func:`srelib.evaluate`.
+    Args:
+        conditions: a name to a :class:`Condition`, or to a bare policy or factory (a condition
+            with no overrides).
+        baseline: the condition the others are compared with (default: the first).
+        tasks: ``"all"``, a suite name or a list of task ids or names.
+        pools: the pools to play.
+        seeds: a count N (seeds 0..N-1) or the seeds themselves.
+        out: keeps each condition's episodes in ``out/<name>`` (resumable); without it they go
+            to a temporary directory.
+        confidence: the level of the paired bootstrap CIs.
+        seed: the bootstrap's seed.
+        **evaluate_kwargs: passed to :func:`srelib.evaluate`.
+
+    Returns:
+        An :class:`Ablation`: every condition's episodes and the paired differences from the
+        baseline, with CIs.
+
+    Raises:
+        ValueError: no condition, or ``baseline`` is not one of them.
     """
+    require("pandas", "srelib.analysis.ablations")
     import pandas as pd
 
     from srelib.results.store import load_episodes
@@ -100,6 +118,7 @@ def ablate(conditions: Mapping[str, Any], *, baseline: str | None = None,
 
 def summarize_conditions(frame, *, confidence: float = 0.95, seed: int = 0):
     """Per condition: n, mean outcome with a bootstrap CI, mean phase-1 and phase-2 steps."""
+    require("pandas", "srelib.analysis.ablations")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci
@@ -119,6 +138,7 @@ def compare(frame, baseline: str, *, confidence: float = 0.95, seed: int = 0):
     Paired on (task, seed) where the two share episodes (``paired`` True); otherwise the
     difference of two independent means, each side resampled on its own.
     """
+    require("pandas", "srelib.analysis.ablations")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci, bootstrap_mean_difference

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
+from srelib.extras import require
+
 #: Phase-1 length buckets ``[a, b)`` for the stopping distribution.
 STOP_BINS = (0, 4, 6, 8, 10, 13, 17, 25, math.inf)
 #: Phase-2 actions that widen the search: each distinct (action, argument) counts once.
@@ -22,6 +24,7 @@ RESOLUTIONS = ("full", "partial", "no", "no patch")
 def stopping_distribution(frame, bins: Sequence[float] = STOP_BINS):
     """Per policy (rows), the share of episodes whose phase 1 took a number of steps in each
     bucket ``[a, b)`` of ``bins`` (columns)."""
+    require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
     labels = [_bucket_label(a, b) for a, b in zip(bins, bins[1:])]
@@ -33,6 +36,7 @@ def stopping_distribution(frame, bins: Sequence[float] = STOP_BINS):
 def stopping_kl(frame, bins: Sequence[float] = STOP_BINS, *, smoothing: float = 1e-6):
     """KL(P_row ‖ Q_column) in nats between the policies' stopping distributions, each
     bucket smoothed by ``smoothing`` and renormalised (so an empty bucket stays finite)."""
+    require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
     dist = stopping_distribution(frame, bins) + smoothing
@@ -50,6 +54,7 @@ def kl_divergence(p: Iterable[float], q: Iterable[float]) -> float:
 def first_positions(episodes) -> "object":
     """Per policy and action type: the share of episodes that used it, and the mean and median
     position (1 = the first agent step) of its first use in those episodes."""
+    require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
     firsts = []
@@ -83,6 +88,7 @@ def calibration(episodes, bins: int = 10):
     reliability diagram's points); and per policy, n and ECE. Episodes without an agent handoff
     (pool B, phase 1 never finished) are left out.
     """
+    require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
     points, scores = [], []
@@ -105,6 +111,7 @@ def calibration(episodes, bins: int = 10):
 def search_breadth(episodes):
     """Per episode with an agent handoff: the handed-over fault confidence and how widely phase 2
     searched (distinct list/read/search/log/diff actions). ``breadth_correlation`` summarises."""
+    require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
     rows = []
@@ -124,6 +131,7 @@ def search_breadth(episodes):
 def breadth_correlation(breadth):
     """Per policy: n and the Pearson correlation of fault confidence with search breadth (NaN
     where either is constant)."""
+    require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
     rows = []
@@ -139,6 +147,7 @@ def resolved_rates(frame):
     """Per policy (rows), the share of its episodes with a phase 2 whose patch resolved
     ``full``, ``partial`` or ``no`` (SWE-bench's meaning), or that proposed no patch; from the
     frame's ``resolved`` column. :func:`srelib.plots.outcomes.resolved_rates` draws it."""
+    require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
     phase2 = frame[frame["mode"] != "p1_only"]
@@ -151,6 +160,7 @@ def harmful_actions(episodes):
     """Per policy and harmful action (``"action:service"``: a remediation of an uninvolved
     service, or a rollback the incident does not call for): how often it was taken, and in how
     many episodes."""
+    require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
     from srelib.env.grading import harmful_remediations

@@ -14,6 +14,7 @@ import functools
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
+from srelib.extras import require
 from srelib.policies.base import compose
 from srelib.results.store import KEY_COLUMNS
 from srelib.runners.rollout import JOINT_POOLS, evaluate
@@ -24,7 +25,16 @@ def measure_null_context(phase2_policy, tasks: str | Sequence[str] = "all",
     """Per task, the mean repair ``phase2_policy`` reaches after NullPhase1Policy's empty handoff.
 
     Episodes run in joint mode (pool C for train tasks, D for held-out ones), so the empty
-    belief is what phase 2 really gets. The result is the ``null_repair`` that r_cross needs.
+    belief is what phase 2 really gets.
+
+    Args:
+        phase2_policy: the phase-2 policy (or factory) under study.
+        tasks: ``"all"`` or a list of classic tasks.
+        seeds: a count N or the seeds themselves.
+        **evaluate_kwargs: passed to :func:`srelib.evaluate`.
+
+    Returns:
+        Task -> mean repair: the ``null_repair`` that ``r_cross`` needs.
     """
     evaluate_kwargs.setdefault("progress", False)
     frame = evaluate({"null": null_composite(phase2_policy)}, tasks=tasks, pools=JOINT_POOLS,
@@ -40,7 +50,21 @@ def ceiling_episodes(phase2_policy, phase1_policies: Mapping[str, Any] | None = 
     Handoffs: ``oracle`` (pool B; held-out tasks, which pool B lacks, get the same oracle
     handoff through ``mode="p2_only"``), ``null`` (NullPhase1Policy, joint, pools C/D), and each
     of ``phase1_policies`` joined to ``phase2_policy`` (its own handoff, joint).
+
+    Args:
+        phase2_policy: the phase-2 policy (or factory) under study.
+        phase1_policies: a handoff name to a phase-1 policy (or factory).
+        tasks: ``"all"`` or a list of classic tasks.
+        seeds: a count N or the seeds themselves.
+        **evaluate_kwargs: passed to :func:`srelib.evaluate`.
+
+    Returns:
+        A results frame, one row per episode.
+
+    Raises:
+        ValueError: a phase-1 policy named ``oracle`` or ``null`` (the handoffs' own names).
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.env.catalog import expand_tasks
@@ -65,6 +89,7 @@ def oracle_handoff_episodes(policies: Mapping[str, Any], tasks: Sequence[str],
                             seeds: int | Iterable[int], **evaluate_kwargs):
     """Each phase-2 policy after the oracle handoff: pool B where it holds the task, else (the
     held-out and generated tasks pool B lacks) the same handoff through ``mode="p2_only"``."""
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     in_b = _pool_task_set("B", tasks)
@@ -80,11 +105,21 @@ def oracle_handoff_episodes(policies: Mapping[str, Any], tasks: Sequence[str],
 def summarize_ceiling(frame, *, confidence: float = 0.95, seed: int = 0):
     """Per task and handoff: mean repair with a CI, and the paired gap to the oracle handoff.
 
-    ``frame`` is :func:`ceiling_episodes` output. Columns: task, handoff, n, repair, ci_low,
-    ci_high, gap (oracle - this handoff, paired on seed), gap_low, gap_high; the gap columns are
-    NaN on the oracle rows. Tasks come in ``TASKS`` order; handoffs oracle first, then null,
-    then the phase-1 policies.
+    Tasks come in ``TASKS`` order; handoffs oracle first, then null, then the phase-1 policies.
+
+    Args:
+        frame: :func:`ceiling_episodes` output.
+        confidence: the level of the CIs.
+        seed: the bootstrap's seed.
+
+    Returns:
+        A DataFrame with columns task, handoff, n, repair, ci_low, ci_high, gap (oracle - this
+        handoff, paired on seed), gap_low, gap_high; the gap columns are NaN on the oracle rows.
+
+    Raises:
+        ValueError: ``frame`` holds no ``oracle`` episodes.
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci
@@ -120,7 +155,19 @@ def ceiling_table(phase2_policy, phase1_policies: Mapping[str, Any] | None = Non
 
     Runs :func:`ceiling_episodes` (oracle, null and each phase-1 policy's own handoff) and
     summarises it with :func:`summarize_ceiling`; gaps are oracle minus each handoff, with
-    paired bootstrap CIs over seeds. Extra keyword arguments go to :func:`evaluate`.
+    paired bootstrap CIs over seeds.
+
+    Args:
+        phase2_policy: the phase-2 policy (or factory) under study.
+        phase1_policies: a handoff name to a phase-1 policy (or factory).
+        tasks: ``"all"`` or a list of classic tasks.
+        seeds: a count N or the seeds themselves.
+        confidence: the level of the CIs.
+        seed: the bootstrap's seed.
+        **evaluate_kwargs: passed to :func:`srelib.evaluate`.
+
+    Returns:
+        The :func:`summarize_ceiling` table.
     """
     frame = ceiling_episodes(phase2_policy, phase1_policies, tasks, seeds, **evaluate_kwargs)
     return summarize_ceiling(frame, confidence=confidence, seed=seed)
@@ -141,6 +188,7 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
     held-out ones). A ``suite`` column names each task's suite and split
     (``classic:train``, ``generated:heldout``, ...).
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.env.catalog import expand_tasks, split_of, suite_of
@@ -187,6 +235,7 @@ def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = 
     generated split (train, held-out) with one seed per task, its ``generated_tasks`` evenly
     spaced tasks (default all). Extra keyword arguments (``repairer`` among them) go to
     :func:`ladder_episodes`."""
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.env.catalog import SPLITS, list_tasks
@@ -212,6 +261,7 @@ def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):
     ``oracle handoff`` or ``joint``), n, repair, repair_low, repair_high, full, full_low,
     full_high, commit_diffed, bad_file_edited. Rungs come first, in ladder order.
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci

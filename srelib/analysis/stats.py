@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
+from srelib.extras import require
 from srelib.results.store import KEY_COLUMNS  # paired comparisons match episodes on these (minus policy)
 
 
@@ -21,6 +22,7 @@ def bootstrap_ci(values: Iterable[float], *, confidence: float = 0.95, n_resampl
     same values always give the same interval. No values gives three NaNs; one value (or values
     that are all equal) gives a zero-width interval.
     """
+    require("numpy", "srelib.analysis.stats")
     import numpy as np
 
     if not 0.0 < confidence < 1.0:
@@ -47,6 +49,7 @@ def bootstrap_mean_difference(a: Iterable[float], b: Iterable[float], *,
                               seed: int = 0) -> tuple[float, float, float]:
     """``mean(a) - mean(b)`` for two independent samples, with a percentile-bootstrap CI that
     resamples each side on its own: ``(difference, low, high)``. NaN values are dropped."""
+    require("numpy", "srelib.analysis.stats")
     import numpy as np
 
     sides = [np.asarray(list(v), dtype=float) for v in (a, b)]
@@ -67,6 +70,7 @@ def summarize(frame, value: str = "final", by: Sequence[str] = ("policy", "task"
     Rows are sorted by the group columns; missing values (components not counted in a mode) are
     left out of each group's statistics.
     """
+    require("pandas", "srelib.analysis.stats")
     import pandas as pd
 
     _require_columns(frame, [value, *by])
@@ -92,6 +96,7 @@ def paired_difference(frame, policy_a: str, policy_b: str, value: str = "final",
     policies on the very same incident. One row per ``by`` group plus a final ``"all"`` row.
     Raises ValueError if either policy is missing or they share no episode.
     """
+    require("pandas", "srelib.analysis.stats")
     import pandas as pd
 
     _require_columns(frame, [*KEY_COLUMNS, value])

@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from srelib.extras import require
+
 
 def _report(report):
     """``report``, or the generated suite's (cached on disk)."""
@@ -59,6 +61,7 @@ def generated_counts(report=None) -> dict[str, tuple[list[str], list[list]]]:
 
 def generated_tables(report=None) -> dict:
     """:func:`generated_counts` as DataFrames, for notebooks."""
+    require("pandas", "srelib.analysis.suite_tables")
     import pandas as pd
 
     return {key: pd.DataFrame(rows, columns=headers)
@@ -108,6 +111,7 @@ def with_family(frame, report=None):
 def family_scores(frame, value: str = "final", report=None):
     """Per generated family and split (rows) and policy (columns): ``"mean (p10-p90)"`` of
     ``value`` over the frame's episodes, plus the number of tasks behind each row."""
+    require("pandas", "srelib.analysis.suite_tables")
     import pandas as pd
 
     rows = with_family(frame, report)

@@ -1,6 +1,6 @@
 """``srelib eval``, ``srelib verify`` and ``srelib report``: evaluate scripted policies into a
 run directory (signed with ``--sign``), verify a run, and print a run's summary and write its
-plots."""
+plots and its HTML report."""
 
 from __future__ import annotations
 
@@ -68,7 +68,20 @@ def cmd_report(args) -> int:
         output_dir(run_directory(args.run_dir) / "plots", "the run's plots folder")
     written = write_plots(frame, plots, compare=names if args.compare else None)
     print("\nplots: " + ", ".join(str(p) for p in written))
+    if args.html:
+        write_report(args.run_dir, args.html, verify=not args.no_verify, workers=args.workers)
     return 0
+
+
+def write_report(run_dir, html, verify: bool = True, workers: int = 1) -> None:
+    """Write the run's HTML report and say what it holds and weighs."""
+    from srelib.report import write_html
+
+    report = write_html(run_dir, html, verify=verify, workers=workers)
+    verdict = ("not verified" if report.problems is None else "verified" if not report.problems
+               else f"{len(report.problems)} problem(s): {report.problems[0]}")
+    print(f"report: {report.path} ({report.bytes / 1e6:.2f} MB, {report.episodes} episodes, "
+          f"{verdict})")
 
 
 def print_summary(frame, policies: Sequence[str] | None = None) -> str:

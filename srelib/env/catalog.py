@@ -32,7 +32,18 @@ def _check_split(split: object) -> None:
 
 
 def list_tasks(suite: str = "classic", split: str | None = None) -> list[str]:
-    """The ids of ``suite``'s tasks (all, or those of ``split``), in the suite's order."""
+    """The ids of a suite's tasks, in the suite's order.
+
+    Args:
+        suite: ``"classic"``, ``"generated"`` or another suite :mod:`srelib.env.catalog` knows.
+        split: ``"train"`` or ``"heldout"`` for one split; None for all.
+
+    Returns:
+        The task ids.
+
+    Raises:
+        ValueError: an unknown suite or split.
+    """
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; valid suites: {list(SUITES)}")
     _check_split(split)

@@ -246,8 +246,19 @@ def _step_factor(steps: int, expected: int) -> float:
 
 
 def score_trajectory(task: str, mode: str, trajectory: Trajectory) -> ScoreBreakdown:
-    """The score breakdown of one episode (shape in docs/CONTRACTS.md); ``task`` is a name or
-    an opaque id."""
+    """The score breakdown of one episode (shape in docs/CONTRACTS.md).
+
+    Args:
+        task: a task name or an opaque id.
+        mode: ``"p1_only"``, ``"p2_only"`` or ``"joint"``.
+        trajectory: the episode's records (``env.trajectory``).
+
+    Returns:
+        The :class:`ScoreBreakdown`: ``final``, each component, the patch's verdict.
+
+    Raises:
+        ValueError: an unknown task or mode.
+    """
     scenario = get_scenario(task)
     task = scenario.name
     if mode not in MODES:

@@ -19,10 +19,17 @@ __all__ = ["TaskCard", "get_scenario", "load_repo", "task_card"]
 
 
 def get_scenario(name: str) -> Scenario:
-    """The Scenario of any task: a classic name, a generated ``family.service.site`` name or an
-    opaque id (:mod:`.task_ids`).
+    """The Scenario of any task.
 
-    ValueError naming the suites and example ids for an unknown id.
+    Args:
+        name: a classic name, a generated ``family.service.site`` name or an opaque id
+            (:mod:`srelib.env.task_ids`).
+
+    Returns:
+        The task's :class:`Scenario`.
+
+    Raises:
+        ValueError: an unknown task; the message names the suites and example ids.
     """
     if is_opaque(name):
         name = resolve(name)
@@ -92,7 +99,17 @@ class TaskCard:
 
 
 def task_card(task: str) -> TaskCard:
-    """The card of ``task`` (an opaque id or a name); ValueError for an unknown task."""
+    """The card of a task: its public facts (title, severity, split, pools, repository).
+
+    Args:
+        task: an opaque id or a name.
+
+    Returns:
+        The :class:`TaskCard`.
+
+    Raises:
+        ValueError: an unknown task.
+    """
     name = resolve(task)
     scenario = get_scenario(name)
     family = shape = site = story = None

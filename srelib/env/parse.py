@@ -53,8 +53,14 @@ def give_up_action(reason: str) -> dict[str, Any]:
 def parse_action(text: object, valid_actions: Sequence[str] | None = None) -> ParseResult:
     """Read the first valid action from a model's reply.
 
-    ``valid_actions`` is the observation's list (targeted actions spelled
-    ``"action_type:service"``); without it the action is checked against the whole vocabulary.
+    Args:
+        text: the reply (anything: a non-string is a parse failure, never an exception).
+        valid_actions: the observation's list (targeted actions spelled
+            ``"action_type:service"``); without it the action is checked against the whole
+            vocabulary.
+
+    Returns:
+        A :class:`ParseResult`: the action, or the reason none was read.
     """
     if not isinstance(text, str):
         return ParseResult(None, f"expected the reply as text, got {type(text).__name__}")

@@ -84,7 +84,14 @@ def reset_choices(task: str | None, pool: str | None) -> tuple[str | None, tuple
 
 
 def oracle_belief(scenario: Scenario) -> BeliefState:
-    """The ground-truth belief: the root-cause service and fault class, fully confident."""
+    """The ground-truth belief of a scenario.
+
+    Args:
+        scenario: the task's :class:`Scenario` (:func:`get_scenario`).
+
+    Returns:
+        A :class:`BeliefState` naming the root-cause service and fault class, fully confident.
+    """
     return BeliefState(
         suspected_service=scenario.root_cause_service,
         suspected_fault_class=scenario.fault_class,

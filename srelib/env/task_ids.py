@@ -39,7 +39,17 @@ def _digest(name: str) -> str:
 
 
 def task_id(task: str) -> str:
-    """The opaque id of ``task`` (a name or an id); ValueError for an unknown task."""
+    """The opaque id of a task.
+
+    Args:
+        task: a name or an id.
+
+    Returns:
+        The id a policy is shown (e.g. ``"c-17e50d39"``).
+
+    Raises:
+        ValueError: an unknown task.
+    """
     return id_of_name(resolve(task))
 
 

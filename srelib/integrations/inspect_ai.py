@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from srelib.extras import require
+
+require("inspect_ai", "srelib.integrations.inspect_ai")
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser

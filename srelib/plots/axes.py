@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from srelib.extras import require
 from srelib.plots.style import HELD_OUT_NOTE
 
 
 def figure(width: float, height: float, ncols: int = 1):
     """A constrained-layout Figure (no pyplot) and its ``ncols`` axes."""
+    require("matplotlib", "srelib.plots.axes")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), layout="constrained")
@@ -24,6 +26,7 @@ def figure_width(groups: int, per_group: int) -> float:
 
 def bars_with_ci(ax, xs, means, lows, highs, width, color, label):
     """Bars at ``xs`` with error bars from ``lows`` to ``highs`` (NaN drawn as 0)."""
+    require("numpy", "srelib.plots.axes")
     import numpy as np
 
     means, lows, highs = (np.asarray(a, dtype=float) for a in (means, lows, highs))

@@ -6,6 +6,8 @@ its colour from :func:`srelib.plots.style.colour` in every plot, in the order th
 
 from __future__ import annotations
 
+from srelib.extras import require
+
 def stopping(distribution, kl=None):
     """Grouped bars: per phase-1 length bucket, the share of each policy's episodes; the title
     gives the largest pairwise KL when ``kl`` (from ``stopping_kl``) is passed."""
@@ -97,6 +99,7 @@ def _colour(index: int) -> str:
 
 
 def _figure(width: float, height: float):
+    require("matplotlib", "srelib.plots.behaviour")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), layout="constrained")

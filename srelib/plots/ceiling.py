@@ -3,6 +3,7 @@ repair ladder."""
 
 from __future__ import annotations
 
+from srelib.extras import require
 from srelib.plots.axes import bars_with_ci, figure, figure_width, n_range, short_task, task_axis
 from srelib.plots.style import policy_colours
 
@@ -15,6 +16,7 @@ def ceiling_gap(table, phase2: str | None = None):
     perfect handoff gives this policy no repair there (a revert, for one, deletes a file the
     hidden tests import), so its gaps say nothing about phase 1.
     """
+    require("numpy", "srelib.plots.ceiling")
     import numpy as np
 
     tasks = list(dict.fromkeys(table["task"]))
@@ -62,6 +64,7 @@ def repair_ladder(table):
     """The repair ladder from :func:`srelib.analysis.ceiling.summarize_ladder`: the share repaired in full
     per rung (bars, bootstrap CIs), one panel per suite, each real policy's share as a
     horizontal line placed on the ladder."""
+    require("numpy", "srelib.plots.ceiling")
     import numpy as np
 
     suites = list(dict.fromkeys(table["suite"]))

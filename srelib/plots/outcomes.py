@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from srelib.extras import require
 from srelib.plots.axes import (bars_with_ci, figure, figure_width, levels, sample_note, short_task,
                                task_axis, value_label)
 from srelib.plots.style import RESOLVED, policy_colours
@@ -14,6 +15,7 @@ def resolved_rates(frame, *, policies: Sequence[str] | None = None):
     """Per policy, the share of episodes whose patch resolved full, partial or no (SWE-bench's
     meaning: every FAIL_TO_PASS and PASS_TO_PASS test passes, some do, none of the failing
     ones do) and of phase-2 episodes that proposed no patch, as stacked horizontal bars."""
+    require("numpy", "srelib.plots.outcomes")
     import numpy as np
 
     from srelib.analysis.behaviour import resolved_rates as rates_of
@@ -51,6 +53,7 @@ def localisation_vs_score(frame, value: str = "final", *,
     episodes stay visible. Two agents that both fail to repair part here when one found the
     bad code and the other never opened it.
     """
+    require("numpy", "srelib.plots.outcomes")
     import numpy as np
 
     from srelib.results.localisation import localisation_scores
@@ -87,6 +90,7 @@ def localisation_vs_score(frame, value: str = "final", *,
 def steps_per_phase(frame, *, policies: Sequence[str] | None = None,
                     tasks: Sequence[str] | None = None):
     """Mean steps per episode, phase 1 (solid) stacked under phase 2 (hatched), per task and policy."""
+    require("matplotlib", "srelib.plots.outcomes")
     from matplotlib.patches import Patch
 
     policies, tasks = levels(frame, "policy", policies), levels(frame, "task", tasks)
@@ -123,6 +127,7 @@ def parse_failure_rate(frame, *, policies: Sequence[str] | None = None, seed: in
     Only model-driven policies can fail to parse: see :func:`has_parse_failures` before
     drawing it for a run of scripted policies.
     """
+    require("numpy", "srelib.plots.outcomes")
     import numpy as np
 
     from srelib.analysis.stats import bootstrap_ci

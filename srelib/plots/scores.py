@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from srelib.extras import require
 from srelib.plots.axes import (figure, figure_width, has_held_out, levels, sample_note, short_task,
                                task_axis, value_label, values_of)
 from srelib.plots.style import HELD_OUT_NOTE, colour, policy_colours
@@ -25,7 +26,9 @@ def score_distributions(frame, value: str = "final", *, kind: str = "violin",
     as a violin (or box) plus jittered points, and a white diamond at the mean with its 95%
     bootstrap CI; ``kind="ecdf"`` draws one small ECDF panel per task.
     """
+    require("numpy", "srelib.plots.scores")
     import numpy as np
+    require("matplotlib", "srelib.plots.scores")
     from matplotlib.lines import Line2D
 
     from srelib.analysis.stats import bootstrap_ci
@@ -84,6 +87,7 @@ def component_breakdown(frame, *, policies: Sequence[str] | None = None,
     counted in that episode's mode; a black tick marks the mean final score for comparison.
     Colours are components; the hatch of a bar says which policy it is (second legend).
     """
+    require("matplotlib", "srelib.plots.scores")
     from matplotlib.patches import Patch
 
     from srelib.env.grading import WEIGHTS
@@ -157,7 +161,9 @@ def paired_difference(frame, policy_a: str, policy_b: str, value: str = "final",
 
 
 def _ecdf_panels(frame, value, policies, tasks, title):
+    require("numpy", "srelib.plots.scores")
     import numpy as np
+    require("matplotlib", "srelib.plots.scores")
     from matplotlib.figure import Figure
 
     ncols = min(5, len(tasks))
@@ -189,6 +195,7 @@ def _ecdf_panels(frame, value, policies, tasks, title):
 
 
 def _draw_bodies(ax, samples, centres, width, color, kind):
+    require("numpy", "srelib.plots.scores")
     import numpy as np
 
     if kind == "box":

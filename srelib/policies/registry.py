@@ -25,17 +25,44 @@ POLICY_CLASSES: dict[str, tuple[str, ...]] = {
 
 
 def build_policy(*class_names: str) -> Any:
-    """A fresh policy from ``srelib.policies`` class names (two are joined by CompositePolicy)."""
+    """A fresh policy from ``srelib.policies`` class names.
+
+    Args:
+        *class_names: one class name (a whole policy), or two (a phase-1 and a phase-2 policy,
+            joined by ``CompositePolicy``).
+
+    Returns:
+        The new policy.
+
+    Raises:
+        ValueError: no name, more than two, or a name ``srelib.policies`` does not export.
+    """
     import srelib.policies as policies
 
     from srelib.policies.base import compose
 
+    if not 1 <= len(class_names) <= 2:
+        raise ValueError(f"build_policy takes one or two class names, got {len(class_names)}")
+    unknown = [name for name in class_names if name not in policies.__all__]
+    if unknown:
+        raise ValueError(f"srelib.policies has no policy class {unknown[0]!r}; "
+                         f"classes: {', '.join(sorted(policies.__all__))}")
     parts = [getattr(policies, name) for name in class_names]
     return parts[0]() if len(parts) == 1 else compose(*parts)
 
 
 def scripted_policy(name: str) -> functools.partial:
-    """A picklable zero-argument factory for the scripted policy registered as ``name``."""
+    """A picklable zero-argument factory for a registered scripted policy.
+
+    Args:
+        name: a name of ``srelib.POLICY_CLASSES`` (as ``srelib eval --policy`` takes).
+
+    Returns:
+        A ``functools.partial`` that builds a fresh policy (what :func:`srelib.evaluate` takes).
+
+    Raises:
+        ValueError: an unknown name; the message lists the valid ones.
+    """
     if name not in POLICY_CLASSES:
         raise ValueError(f"unknown policy {name!r}; valid policies: {', '.join(POLICY_CLASSES)}")
     return functools.partial(build_policy, *POLICY_CLASSES[name])

@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
+from srelib.extras import require
 from srelib.env.actions import ActionType
 
 #: The investigation actions aimed at a service, by the signal each shows.
@@ -134,6 +135,7 @@ def localisation_scores(frame):
     is ``1 / culprit_rank`` (0 if the culprit was never checked), phase 2 the mean of the
     phase-2 indicators the task has (``commit_diffed``, ``bad_file_read``, ``bad_file_edited``,
     ``bad_function_edited``). NaN where the phase was not played or has nothing to find."""
+    require("pandas", "srelib.results.localisation")
     import pandas as pd
 
     rank = pd.Series(pd.to_numeric(frame["culprit_rank"], errors="coerce"), index=frame.index)

@@ -421,16 +421,37 @@ def iter_episodes(path: str | os.PathLike) -> Iterator[Episode]:
 
 
 def load_episodes(path: str | os.PathLike) -> list[Episode]:
-    """All episodes of a run directory (or of its ``episodes.jsonl``) as :class:`Episode`
-    objects, trajectories included."""
+    """All episodes of a run, trajectories included.
+
+    Args:
+        path: a run directory or its ``episodes.jsonl``.
+
+    Returns:
+        The :class:`Episode` objects, in the file's order (a corrupt line is skipped with a
+        :class:`CorruptLinesWarning`).
+
+    Raises:
+        ValueError: ``path`` is not a run directory.
+    """
     path = run_directory(path)
     _require_run(path)
     return list(iter_episodes(path))
 
 
 def load_episode(source: Any, index: int = 0) -> dict:
-    """One episode as a dict, from an Episode, an Episode dict, an episode JSON file, a run's
-    ``episodes.jsonl`` or a run directory (``index`` picks the line, 0 = first)."""
+    """One episode as a dict.
+
+    Args:
+        source: an :class:`Episode`, an Episode dict, an episode JSON file, a run's
+            ``episodes.jsonl`` or a run directory.
+        index: which episode of a run (0 = the first line).
+
+    Returns:
+        The episode as a dict, trajectory included.
+
+    Raises:
+        ValueError: ``source`` is none of these, or the run has no episode ``index``.
+    """
     if isinstance(source, Episode):
         return source.to_dict()
     if isinstance(source, dict):

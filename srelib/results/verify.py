@@ -35,6 +35,7 @@ episode would; the parse-failure count is then what the records say.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -105,7 +106,20 @@ def verify_episode(episode: Any, *, max_steps: int | None = None,
     doc). ``max_steps`` and ``null_repair`` are the run's (``run.json``): an episode cut by the
     step cap must have taken exactly ``max_steps`` actions (0: the run had no cap; None: not
     known), and ``r_cross`` must follow from ``null_repair`` (``{}``: the run had none, so
-    ``r_cross`` must be None; None: not known, not checked)."""
+    ``r_cross`` must be None; None: not known, not checked).
+
+    Args:
+        episode: an :class:`Episode` or its dict.
+        max_steps: the run's step cap (0: no cap; None: not known).
+        null_repair: the run's null-handoff repairs (``{}``: none; None: not known).
+
+    Returns:
+        A :class:`Verification`: whether it holds, its problems, and the observations the
+        replay recovered.
+
+    Raises:
+        ValueError: ``episode`` is neither an Episode nor a dict.
+    """
     from srelib.env.core import IncidentEnv
     from srelib.env.grading import score_trajectory
     from srelib.episode import RUNNER_ENDINGS, EpisodeSpec, advance, episode_steps
@@ -250,7 +264,7 @@ class RunVerification:
 
 
 def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
-               rerun: Rerun | None = None) -> RunVerification:
+               rerun: Rerun | None = None, mapper: Callable = map) -> RunVerification:
     """Check the run directory ``path`` for everything that can be re-derived, and list the rest.
 
     Problems: planned episodes missing and stored ones not planned, a plan that does not match
@@ -266,9 +280,27 @@ def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
         episodes: its episodes, if already loaded.
         key: a key file to check ``run.sig`` with (:mod:`srelib.results.signing`), or None.
         rerun: plays an episode's policy again; None reports every episode's policy as a claim.
+        mapper: how the replays are mapped over the episodes, in order (``map``; an
+            executor's ``map`` replays them on its workers).
 
     Returns:
         The :class:`RunVerification`.
+    """
+    return check_run(path, episodes, key=key, rerun=rerun, mapper=mapper)[0]
+
+
+def check_run(path: Any, episodes: list | None = None, *, key: Any = None,
+              rerun: Rerun | None = None, mapper: Callable = map
+              ) -> tuple[RunVerification, dict[tuple, Verification]]:
+    """:func:`verify_run`'s verdict, with each replayed episode's :class:`Verification`.
+
+    Args:
+        path, episodes, key, rerun, mapper: as for :func:`verify_run`.
+
+    Returns:
+        ``(verdict, checks)``: the :class:`RunVerification`, and the replay of every planned,
+        ended, graded episode by its key (its observations are what the episode's agent saw,
+        for a viewer to show).
     """
     from srelib.results.grid import episode_name, grid_findings
     from srelib.results.settings import nonstandard_settings, section, version_claims
@@ -288,7 +320,7 @@ def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
     if not isinstance(plan, dict) or not isinstance(plan.get("episodes"), list):
         problems.append(f"{path} has no planned grid in its manifest (run.json): only a run "
                         "written by srelib.evaluate can be checked for missing episodes")
-        return RunVerification(tuple(problems), tuple(claims), nonstandard, len(episodes))
+        return RunVerification(tuple(problems), tuple(claims), nonstandard, len(episodes)), {}
     planned = [tuple(k) for k in plan["episodes"]]
     if plan.get("digest") != plan_digest(planned):
         problems.append("the manifest's plan does not match its digest")
@@ -302,20 +334,23 @@ def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
     stored = {e.key: e for e in episodes}
     problems += [f"{episode_name(k)}: planned but missing" for k in planned if k not in stored]
     wanted = set(planned)
+    replayable = []
     for k, episode in stored.items():
         name = episode_name(k)
         if k not in wanted:
             problems.append(f"{name}: not in the plan")
-            continue
-        if episode.ended_by is None:
+        elif episode.ended_by is None:
             problems.append(f"{name}: stored before it ended")
-            continue
-        if episode.grading_error is not None:  # no score to check: the run is not complete
+        elif episode.grading_error is not None:  # no score to check: the run is not complete
             problems.append(f"{name}: not graded ({episode.grading_error.get('kind')}): run the "
                             "evaluation again with the same out= to grade it")
-            continue
-        check = verify_episode(episode, max_steps=config.get("max_steps") or 0,
+        else:
+            replayable.append(episode)
+    replay = functools.partial(verify_episode, max_steps=config.get("max_steps") or 0,
                                null_repair=config.get("null_repair") or {})
+    checks = {e.key: check for e, check in zip(replayable, mapper(replay, replayable))}
+    for episode in replayable:
+        name, check = episode_name(episode.key), checks[episode.key]
         if not check.ok:
             problems.append(f"{name}: {check.problems[0]}")
             continue
@@ -324,4 +359,5 @@ def verify_run(path: Any, episodes: list | None = None, *, key: Any = None,
             "run's claim"])
         problems += found
         claims += said
-    return RunVerification(tuple(problems), tuple(claims), nonstandard, len(episodes))
+    verdict = RunVerification(tuple(problems), tuple(claims), nonstandard, len(episodes))
+    return verdict, checks

@@ -8,6 +8,7 @@ from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from srelib.extras import require
 from srelib.policies.specs import instantiate
 from srelib.results.store import Episode
 
@@ -20,6 +21,7 @@ class RayExecutor(Executor):
     """
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        require("ray", "srelib.runners.executors")
         import ray
 
         if not ray.is_initialized():

@@ -38,6 +38,23 @@ def run_episode(env: Any, policy: Any, task: str | None = None, pool: str | None
     an unknown task, pool or mode, is the caller's mistake and is raised).
     ``null_repair`` maps a task to its null-handoff repair (see
     :func:`srelib.analysis.ceiling.measure_null_context`); with it the episode gets ``r_cross``.
+
+    Args:
+        env: the environment (an :class:`IncidentEnv` or a :class:`RemoteEnv`).
+        policy: the policy: ``act(obs)``, or a callable of the seed's forms.
+        task: a task id or name.
+        pool: the pool, which sets the mode and the split.
+        mode: ``"p1_only"``, ``"p2_only"`` or ``"joint"`` when no pool is given.
+        seed: the incident's seed.
+        max_steps: caps the policy calls.
+        null_repair: task -> null-handoff repair, which adds ``r_cross``.
+        policy_name: the name stored in the episode (default: the policy's class name).
+
+    Returns:
+        The finished :class:`Episode`, scored.
+
+    Raises:
+        ValueError: an unknown task, pool or mode, or a task outside the pool.
     """
     start = time.perf_counter()
     name = policy_name or policy_base.policy_name(policy)

@@ -104,6 +104,30 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     grader could not grade (:mod:`srelib.env.grading_errors`) have no score, their
     ``grading_error`` column says why, ``frame.attrs["grading_errors"]`` counts them and a
     :class:`GradingErrorWarning` names them; with ``out``, running again plays them again.
+
+    Args:
+        policies: a name to a policy or a zero-argument factory.
+        tasks: ``"all"``, a suite name or a list of task ids or names.
+        pools: the pools to play (None with ``mode``: every task in that mode).
+        seeds: a count N (seeds 0..N-1) or the seeds themselves.
+        mode: ``"p1_only"``, ``"p2_only"`` or ``"joint"``, overriding the pools' modes.
+        workers: processes for scripted policies.
+        executor: any ``concurrent.futures.Executor`` to run the episodes on.
+        out: a run directory to write (and resume from).
+        resume: skip the episodes ``out`` already holds (False: discard them first).
+        progress: show a progress bar (when tqdm is installed).
+        null_repair: task -> null-handoff repair, which adds ``r_cross``.
+        max_steps: caps the policy calls of each episode.
+        batch_size: environments a batched policy plays in lockstep.
+        env: a zero-argument factory of environments.
+
+    Returns:
+        A pandas DataFrame, one row per episode (``srelib.results.COLUMNS``).
+
+    Raises:
+        ValueError: an empty or invalid grid (unknown policy, task, pool or mode), or a policy
+            that cannot travel to a worker process.
+        MissingExtra: pandas is not installed (the ``demo`` extra).
     """
     from srelib.extras import progress_bar, require
 

@@ -24,6 +24,9 @@ import socket
 import ssl
 from typing import Any
 
+from srelib.extras import require
+
+require("websockets", "srelib.serve.client")
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response

@@ -16,6 +16,9 @@ from __future__ import annotations
 import secrets
 import struct
 
+from srelib.extras import require
+
+require("websockets", "srelib.serve.frames")
 from websockets.speedups import apply_mask
 
 _TEXT_FIN = 0x81  # FIN, no reserved bit, opcode 1 (text)

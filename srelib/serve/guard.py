@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
+from srelib.extras import require
 from srelib.serve.owners import Clients, client_host
 from srelib.serve.wire import loads
 
@@ -287,7 +288,9 @@ def timed_http(read_timeout: float):
     does not read what it is sent is not read on) and while more than :data:`MAX_PIPELINED`
     bytes of pipelined requests wait (uvicorn resumes reading at every response it completes,
     so a client that pipelines requests faster than they are answered was read without end)."""
+    require("h11", "srelib.serve.guard")
     import h11
+    require("uvicorn", "srelib.serve.guard")
     from uvicorn.protocols.http.flow_control import FlowControl
     from uvicorn.protocols.http.h11_impl import H11Protocol
 

@@ -25,6 +25,7 @@ import json
 import threading
 from typing import Any, Callable
 
+from srelib.extras import require
 from srelib.env.pools import MODES, POOLS
 from srelib.serve.guard import TOKEN_HEADER, mcp_failure, read_json, replaying, respond_json
 from srelib.serve.owners import Clients, TooManySessions, client_host
@@ -49,6 +50,7 @@ _HEADER = b"mcp-session-id"  # an MCP session's handle: its owner's token
 
 def action_tools(env) -> Any:
     """A FastMCP server whose tools play ``env`` (a :class:`~srelib.serve.server.SreEnvironment`)."""
+    require("fastmcp", "srelib.serve.mcp")
     from fastmcp import FastMCP
     from fastmcp.tools.function_tool import FunctionTool
 
@@ -80,6 +82,7 @@ def _caller(env, name: str, lock: threading.Lock) -> Callable:
 def tool_result(env, name: str, arguments: dict) -> dict:
     """MCP's ``CallToolResult`` for the tool ``name`` called on ``env``; a call the
     environment refuses (an unknown reset option, no episode yet) is an error result."""
+    require("openenv", "srelib.serve.mcp")
     from openenv.core.env_server import serialize_observation
 
     from srelib.policies.llm.prompts import render_observation
@@ -157,6 +160,7 @@ class McpLifecycle:
     async def _open(self, scope, request: dict, send) -> None:
         """``initialize`` (an MCP session, its handle the ``Mcp-Session-Id`` header) or
         ``openenv/session/create`` (its id and token in the result)."""
+        require("openenv", "srelib.serve.mcp")
         from openenv.core.env_server import SessionCapacityError
 
         request_id, mcp = request.get("id"), request.get("method") == "initialize"
@@ -183,6 +187,7 @@ class McpLifecycle:
 def _initialized(params: dict) -> dict:
     """The result of ``initialize``: the protocol version asked for if it is one the ``mcp``
     package supports, else the latest; the tools capability; srelib's name and version."""
+    require("mcp", "srelib.serve.mcp")
     from mcp.shared.version import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 
     from srelib._version import __version__

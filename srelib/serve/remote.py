@@ -16,8 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 import srelib.serve.wire  # noqa: F401,I001 - first, so a missing OpenEnv names the serve extra
+
+from srelib.extras import require
+require("openenv", "srelib.serve.remote")
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
+require("pydantic", "srelib.serve.remote")
 from pydantic import ValidationError
 
 from srelib.env.actions import PARSE_ERROR

@@ -41,14 +41,15 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional
 
-try:
-    from openenv.core.env_server import (ConcurrencyConfig, Environment, HTTPEnvServer,
-                                         SessionCapacityError, serialize_observation)
-    from openenv.core.env_server.types import EnvironmentMetadata
-    from fastapi import Request  # resolved by FastAPI from this module's names
-except ModuleNotFoundError as exc:  # the serve extra is not installed
-    raise ModuleNotFoundError(f"srelib serve and RemoteEnv need OpenEnv ({exc}): "
-                              "pip install 'srelib[serve]'", name=exc.name) from exc
+from srelib.extras import require
+
+require("openenv", "srelib serve")
+from openenv.core.env_server import (ConcurrencyConfig, Environment, HTTPEnvServer,
+                                     SessionCapacityError, serialize_observation)
+from openenv.core.env_server.types import EnvironmentMetadata
+require("fastapi", "srelib serve")
+from fastapi import Request  # resolved by FastAPI from this module's names
+require("pydantic", "srelib.serve.server")
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from srelib.env.actions import ActionType
@@ -306,6 +307,7 @@ def build_app(*, max_sessions: int = DEFAULT_MAX_SESSIONS,
     ``idle_timeout`` seconds is closed (None: never). OpenEnv checks for idle sessions every
     ``max(idle_timeout / 4, 5)`` seconds.
     """
+    require("fastapi", "srelib.serve.server")
     from fastapi import FastAPI
 
     from srelib._version import __version__
@@ -346,6 +348,7 @@ def _add_sessions(app, server: HTTPEnvServer, sessions: Sessions, idle_timeout: 
                   clients: Clients) -> None:
     """HTTP sessions over OpenEnv's session registry (same cap, same idle reaper), each opened
     by the token ``POST /sessions`` returns, sent as ``X-Session-Token``."""
+    require("fastapi", "srelib.serve.server")
     from fastapi import Header, HTTPException
     from fastapi.responses import JSONResponse
 
@@ -438,6 +441,7 @@ def __getattr__(name: str):
 
 def _config(host: str, port: int, log_level: str, read_timeout: float,
             forwarded_allow_ips: str | None, **app_options):
+    require("uvicorn", "srelib.serve.server")
     import uvicorn
 
     # no permessage-deflate: an observation is a few kB, and compressing every frame cost the
@@ -460,6 +464,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
     :func:`build_app`, ``read_timeout`` (:func:`srelib.serve.guard.timed_http`) and
     ``forwarded_allow_ips``: the proxies (comma-separated addresses or networks, ``*`` for any)
     whose ``X-Forwarded-For`` names the client; None: none, the peer is the client."""
+    require("uvicorn", "srelib.serve.server")
     import uvicorn
 
     uvicorn.Server(_config(host, port, log_level, read_timeout, forwarded_allow_ips,
@@ -476,6 +481,7 @@ def running(host: str = DEFAULT_HOST, port: int = 0, *, max_sessions: int = DEFA
     port). For notebooks, tests and benchmarks; the server stops when the block ends."""
     import time
 
+    require("uvicorn", "srelib.serve.server")
     import uvicorn
 
     config = _config(host, port, log_level, read_timeout, forwarded_allow_ips,

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Literal, Optional
 
-try:
-    from openenv.core.env_server import Action, Observation, State
-except ModuleNotFoundError as exc:  # the serve extra is not installed
-    raise ModuleNotFoundError(f"srelib serve and RemoteEnv need OpenEnv ({exc}): "
-                              "pip install 'srelib[serve]'", name=exc.name) from exc
+from srelib.extras import require
+
+require("openenv", "srelib serve and RemoteEnv")
+from openenv.core.env_server import Action, Observation, State
+require("pydantic", "srelib.serve.wire")
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+require("pydantic_core", "srelib.serve.wire")
 from pydantic_core import PydanticCustomError
 
 from srelib.env.actions import ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType

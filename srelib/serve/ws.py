@@ -30,12 +30,17 @@ import asyncio
 import json
 from typing import Any, Awaitable, Callable
 
+from srelib.extras import require
+
+require("openenv", "srelib.serve.ws")
 from openenv.core.env_server import SessionCapacityError
 from openenv.core.env_server.exceptions import EnvironmentFactoryError
 from openenv.core.env_server.types import (WSCloseMessage, WSErrorCode, WSErrorResponse,
                                            WSResetMessage, WSStateMessage, WSStateResponse,
                                            WSStepMessage)
+require("pydantic", "srelib.serve.ws")
 from pydantic import ValidationError
+require("pydantic_core", "srelib.serve.ws")
 from pydantic_core import PydanticSerializationError
 
 from srelib.serve.frames import Boundaries, text_frame, whole_text
@@ -223,7 +228,9 @@ def websocket_protocol():
     * a ``token=`` in the query moves to an ``X-Session-Token`` header before anything sees the
       request, so the access log, which prints the query, never shows a session's token.
     """
+    require("uvicorn", "srelib.serve.ws")
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    require("websockets", "srelib.serve.ws")
     from websockets.protocol import OPEN
 
     class AheadProtocol(WebSocketsSansIOProtocol):

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from srelib.extras import require
 from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT
 from srelib.training.sft import COMPACT_SYSTEM_PROMPT
 
@@ -53,6 +54,26 @@ MIN_SCORE = 0.7
 AGENT_HOME = Path.home() / ".cache" / "srelib" / "agents"
 #: The record of what made an agent, saved in its folder.
 PROVENANCE_FILE = "srelib_provenance.json"
+
+
+#: How long training the agent takes, as measured for the README's benchmark table
+#: (``/usr/bin/time -v make agent``: 24 seeds, 3 epochs, on the 2-core machine).
+TRAINING_TIME = "about 75 seconds on two CPU cores"
+
+
+def missing_agent_note(instead: str) -> str:
+    """What a notebook says on a machine with no saved agent.
+
+    Args:
+        instead: what the notebook does without it (e.g. "this run uses the tiny test model").
+
+    Returns:
+        One paragraph: that no agent is saved, how long training one takes, where it is kept
+        (so only a first run trains), and how to train it or do without.
+    """
+    return (f"No saved agent in {default_agent_dir()}: {instead}. Training one "
+            f"(`srelib agent train`, or `make agent` in a checkout) takes {TRAINING_TIME}; it "
+            "is saved there and reused by every later run, so only a first run pays for it.")
 
 
 def training_options(**given) -> dict:
@@ -115,6 +136,7 @@ def agent_tokenizer(rows: Sequence[dict], vocab_size: int = 4096, tools: list | 
     turn markers; with ``tools`` it renders tools and reads tool calls
     (:mod:`srelib.training.chat_format`). Merges may cross spaces and punctuation but not line
     ends, so a recurring line is one token."""
+    require("tokenizers", "srelib.training.agent")
     from tokenizers import pre_tokenizers
 
     from srelib.training.tiny_model import chat_tokenizer
@@ -145,7 +167,9 @@ def agent_model(tokenizer, *, hidden_size: int = 64, layers: int = 2, context: i
                 seed: int = 0):
     """A fresh Gemma3 causal LM for ``tokenizer``: ``layers`` layers of full attention over
     ``context`` positions, head_dim 32, greedy decoding that stops at the end of a turn."""
+    require("torch", "srelib.training.agent")
     import torch
+    require("transformers", "srelib.training.agent")
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     from srelib.training.tiny_model import END_OF_TURN
@@ -287,6 +311,7 @@ def measure_agent(policy, *, seeds: Iterable[int] = HELD_OUT_SEEDS,
     the baseline."""
     import tempfile
 
+    require("pandas", "srelib.training.agent")
     import pandas as pd
 
     from srelib.policies.registry import scripted_policy

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from srelib.extras import require
 from srelib.policies.llm.prompts import TOOL_SYSTEM_PROMPT
 
 #: Characters of each observation in a rollout, unless the model's folder says otherwise.
@@ -75,8 +76,11 @@ def grpo_train(model, tokenizer, output_dir, *, distribution=None, steps: int = 
     """
     import functools
 
+    require("torch", "srelib.training.grpo")
     import torch
+    require("datasets", "srelib.training.grpo")
     from datasets import Dataset
+    require("trl", "srelib.training.grpo")
     from trl import GRPOConfig, GRPOTrainer
 
     from srelib.policies.llm.providers.hf_chat import native_bf16

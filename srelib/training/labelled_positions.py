@@ -14,6 +14,8 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 
+from srelib.extras import require
+
 _lock = threading.Lock()
 _holders = 0  # blocks open now, in any thread; the last one out restores TRL's test
 _trl_test = None
@@ -25,6 +27,7 @@ def labelled_positions_only():
     Blocks may nest or overlap across threads: TRL's own test is back once every one has
     closed."""
     global _holders, _trl_test
+    require("trl", "srelib.training.labelled_positions")
     import trl.trainer.utils as trl_utils
 
     if getattr(trl_utils, "_use_triton", None) is None:  # TRL's "labelled positions only"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from srelib.extras import require
 from srelib.training.agent import TOOL_AGENT_PROMPT, TRAIN_POOLS, agent_rows
 from srelib.training.grpo import ROLLOUT_OBS_CHARS
 
@@ -29,7 +30,9 @@ def load_for_training(model_id: str, load_in_4bit: bool = False, quantization=No
     the GPU when there is one. A hub id that cannot be read (gated, no token, offline) raises
     RuntimeError saying what to do; ``quantization`` (a ``BitsAndBytesConfig``) overrides the
     one ``load_in_4bit`` asks for."""
+    require("torch", "srelib.training.lora")
     import torch
+    require("transformers", "srelib.training.lora")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from srelib.policies.llm.providers.hf_chat import model_access_problem, quantization_config, resolve_dtype
@@ -47,6 +50,7 @@ def load_for_training(model_id: str, load_in_4bit: bool = False, quantization=No
 
 def lora_config(rank: int = 16):
     """LoRA adapters of ``rank`` on every linear layer, scaled by ``2 * rank``."""
+    require("peft", "srelib.training.lora")
     from peft import LoraConfig
 
     if not (isinstance(rank, int) and rank >= 1):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Sequence
 
+from srelib.extras import require
+
 log = logging.getLogger(__name__)
 
 COMPACT_SYSTEM_PROMPT = (
@@ -64,8 +66,11 @@ def sft_train(model, tokenizer, rows: list[dict], output_dir, *, epochs: float =
     completion learnt: each token is encoded once instead of once per later turn.
     ``tools`` (e.g. :func:`srelib.policies.llm.tools.tool_definitions`) go to the chat template;
     ``peft_config`` (e.g. ``peft.LoraConfig``) trains adapters only."""
+    require("torch", "srelib.training.sft")
     import torch
+    require("datasets", "srelib.training.sft")
     from datasets import Dataset
+    require("trl", "srelib.training.sft")
     from trl import SFTConfig, SFTTrainer
 
     from srelib.policies.llm.providers.hf_chat import native_bf16

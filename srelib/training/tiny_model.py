@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
+from srelib.extras import require
+
 #: Gemma's turn markers; the template below formats turns the way Gemma's does.
 START_OF_TURN = "<start_of_turn>"
 END_OF_TURN = "<end_of_turn>"
@@ -73,7 +75,9 @@ def _corpus() -> list[str]:
 def chat_tokenizer(texts: Iterable[str], vocab_size: int, pre_tokenizer=None):
     """A byte-level BPE tokenizer trained on ``texts``, with Gemma's special tokens, turn
     markers and this module's chat template (``pre_tokenizer`` defaults to byte-level words)."""
+    require("tokenizers", "srelib.training.tiny_model")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    require("transformers", "srelib.training.tiny_model")
     from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
@@ -96,7 +100,9 @@ def chat_tokenizer(texts: Iterable[str], vocab_size: int, pre_tokenizer=None):
 
 
 def _build_model(tokenizer, train_steps: int):
+    require("torch", "srelib.training.tiny_model")
     import torch
+    require("transformers", "srelib.training.tiny_model")
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     torch.manual_seed(0)
@@ -118,6 +124,7 @@ def _build_model(tokenizer, train_steps: int):
 
 def _teach_replies(model, tokenizer, steps: int) -> None:
     """A few optimiser steps on the model turns only, so that a JSON action follows a prompt."""
+    require("torch", "srelib.training.tiny_model")
     import torch
 
     rows, targets = [], []
@@ -214,6 +221,7 @@ def _build_lock(target: Path) -> Iterator[None]:
 
 def _save_quietly(model, target: Path) -> None:
     """``save_pretrained`` without its progress bar, which would make notebook outputs vary."""
+    require("transformers", "srelib.training.tiny_model")
     from transformers.utils import logging as hf_logging
 
     was_on = hf_logging.is_progress_bar_enabled()

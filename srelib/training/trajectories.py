@@ -24,6 +24,7 @@ import json
 import os
 from typing import Any, Iterable, Iterator
 
+from srelib.extras import require
 from srelib.results.store import KEY_COLUMNS
 
 ROW_FIELDS = (*KEY_COLUMNS, "phase", "step", "prompt", "completion", "action", "valid", "reward",
@@ -72,10 +73,7 @@ def turn_rows(episodes: Iterable[Any], **transcript_options: Any) -> Iterator[di
 
 def to_dataset(episodes: Iterable[Any], **transcript_options):
     """A ``datasets.Dataset`` with one row per agent turn (needs the ``train`` extra)."""
-    try:
-        from datasets import Dataset
-    except ImportError:
-        raise ImportError("to_dataset needs the 'datasets' package: pip install 'srelib[train]'") from None
+    Dataset = require("datasets", "to_dataset").Dataset
     from srelib.policies.llm.prompts import arguments_as_text
 
     rows = [{**row, "prompt": arguments_as_text(row["prompt"]),

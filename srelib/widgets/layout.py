@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from srelib.extras import require
 from srelib.widgets.markup import pane, style_tag
 
 
 def load_ipywidgets():
     """ipywidgets, imported on first use (never at module import)."""
+    require("ipywidgets", "srelib.widgets.layout")
     import ipywidgets
 
     return ipywidgets

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from srelib.env.records import handoff
-from srelib.widgets.episode_panes import episode_header, score, step_record, timeline
+from srelib.widgets.episode_panes import episode_header
 from srelib.widgets.layout import Displayable, Panes, load_ipywidgets
-from srelib.widgets.markup import error_box, pane
-from srelib.widgets.observation_panes import counter, incident, reward_line, status_board
-from srelib.widgets.playback import replay
-from srelib.widgets.result_panes import belief
+from srelib.widgets.markup import pane
+from srelib.widgets.playback import record_panes, replay
 
 
 class TrajectoryViewer(Displayable):
@@ -72,23 +69,11 @@ class TrajectoryViewer(Displayable):
         if self.slider.value != index:
             self.slider.value = index  # the observer calls show again
             return
-        record, obs = self.steps[index], self.observations[index]
-        set_pane = self.panes.set
-        self.timeline.value = pane(timeline(self.steps, current=index))
-        ended = index == len(self.steps) - 1 and \
-            bool(self.episode.get("terminated") or self.episode.get("truncated"))
-        self.counter.value = pane(counter(record.get("step"), self._max_steps(),
-                                                        record.get("phase"), ended))
-        set_pane("incident", incident(obs or self.first_obs or {}))
-        set_pane("board", status_board(record.get("statuses")))
-        cumulative = sum(float(r.get("reward") or 0.0) for r in self.steps[:index + 1])
-        set_pane("rewards", reward_line(record.get("phase"), record.get("reward"),
-                                               cumulative, index == len(self.steps) - 1))
-        set_pane("status", error_box(self.note) if self.note and obs is None else "")
-        set_pane("action", step_record(record, obs, board=False))  # the board pane has it
-        set_pane("belief", belief(*handoff(self.steps[:index + 1])))
-        set_pane("score", score(self.episode.get("score")) if index == len(self.steps) - 1
-                 else "")
+        panes = record_panes(self.episode, self.first_obs, self.observations, self.note, index)
+        self.timeline.value = pane(panes["timeline"])
+        self.counter.value = pane(panes["counter"])
+        for name in Panes.NAMES:
+            self.panes.set(name, panes[name])
 
 
 def _shown(task: Any) -> Any:

@@ -27,6 +27,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from srelib.extras import require
+
 #: A lane whose prompt needs more than this many times the prefill of the bucket's first row
 #: (plus ``BUCKET_SLACK`` tokens) starts a new bucket, rather than making every row re-encode
 #: that much: e.g. a lane whose history was just trimmed, among lanes that only append.
@@ -129,6 +131,7 @@ def batch_cache(bucket: Sequence[Row], past: int, pasts: Sequence[int], capacity
     of them: each row's ``pasts[r]`` reused positions, left-padded with zeros (masked out by
     the attention mask; zeros, as masked garbage could be NaN). ``like`` is a tensor of the
     model's dtype and device."""
+    require("transformers", "srelib.policies.llm.kv_cache")
     from transformers import DynamicCache
 
     text = config.get_text_config(decoder=True)
@@ -152,6 +155,7 @@ def batch_cache(bucket: Sequence[Row], past: int, pasts: Sequence[int], capacity
 @functools.cache
 def _buffer_layer():
     """The cache layer class (built on first use, as transformers is imported lazily)."""
+    require("transformers", "srelib.policies.llm.kv_cache")
     from transformers.cache_utils import DynamicLayer
 
     class BufferLayer(DynamicLayer):

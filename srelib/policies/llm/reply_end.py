@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from srelib.extras import require
+
 _BYTE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 #: String states: outside a string, inside one, inside one right after a backslash.
 _OUT, _IN, _ESCAPED = 0, 1, 2
@@ -72,6 +74,7 @@ class ObjectTables:
     """:func:`token_effects` for a whole vocabulary, as tensors indexed by token id."""
 
     def __init__(self, tokenizer: Any, size: int):
+        require("torch", "srelib.policies.llm.reply_end")
         import torch
 
         delta = torch.zeros((size, 3), dtype=torch.long)
@@ -101,6 +104,7 @@ class ObjectTables:
 
 
 def _object_end_class():
+    require("transformers", "srelib.policies.llm.reply_end")
     from transformers import StoppingCriteria
 
     class ObjectEnd(StoppingCriteria):
@@ -111,6 +115,7 @@ def _object_end_class():
             self.depth = self.state = None
 
         def __call__(self, input_ids, scores, **kwargs):
+            require("torch", "srelib.policies.llm.reply_end")
             import torch
 
             t = self.tables.to(input_ids.device)
@@ -146,6 +151,7 @@ def action_end(tokenizer: Any, tables: ObjectTables | None, tools: bool):
     (None when the template has no plain close), else the first JSON object's (``tables``
     built for the tokenizer)."""
     if tools:
+        require("transformers", "srelib.policies.llm.reply_end")
         from transformers import StopStringCriteria
 
         close = tool_call_close(tokenizer)

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from srelib.extras import require
 from srelib.policies.llm import kv_cache
 from srelib.policies.llm.chat import ChatPolicyBase
 from srelib.policies.llm.providers import provider
@@ -53,6 +54,7 @@ def native_bf16() -> bool:
     ``torch.cuda.is_bf16_supported()`` also counts emulation, which makes a T4 (7.5) run slow
     emulated bf16, so the capability is checked instead.
     """
+    require("torch", "srelib.policies.llm.providers.hf_chat")
     import torch
 
     return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8
@@ -61,6 +63,7 @@ def native_bf16() -> bool:
 def resolve_dtype(torch_dtype: Any = "auto"):
     """The torch dtype to load and compute with: ``auto`` means bf16 where the GPU has it
     natively, else fp32. ``bfloat16`` on a CUDA device without native bf16 is refused."""
+    require("torch", "srelib.policies.llm.providers.hf_chat")
     import torch
 
     name = str(torch_dtype).replace("torch.", "")
@@ -89,6 +92,7 @@ def resolve_kv_cache(setting: bool | str, device) -> bool:
 
 def quantization_config(load_in_4bit: bool, compute_dtype):
     """The 4-bit config when asked for and CUDA is there; None (with a message) otherwise."""
+    require("torch", "srelib.policies.llm.providers.hf_chat")
     import torch
 
     if not load_in_4bit:
@@ -97,6 +101,7 @@ def quantization_config(load_in_4bit: bool, compute_dtype):
         print("srelib: 4-bit loading needs CUDA (bitsandbytes); no CUDA device found, so the "
               f"model loads unquantised in {str(compute_dtype).replace('torch.', '')}.")
         return None
+    require("transformers", "srelib.policies.llm.providers.hf_chat")
     from transformers import BitsAndBytesConfig
 
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
@@ -113,6 +118,7 @@ def model_access_problem(model_id: str, *, token: str | None = None,
     """
     if Path(model_id).is_dir():
         return None
+    require("huggingface_hub", "srelib.policies.llm.providers.hf_chat")
     from huggingface_hub import HfApi, get_token
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
@@ -184,6 +190,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         self.top_p, self.max_batch_size = float(top_p), max(1, int(max_batch_size))
         self.dtype = resolve_dtype(torch_dtype)
         if tokenizer is None:
+            require("transformers", "srelib.policies.llm.providers.hf_chat")
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(source)
@@ -224,7 +231,9 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         self._prefixes.entries = []  # the shared system-prompt prefix stays
 
     def _load(self, source: str, device_map: str | None, load_in_4bit: bool):
+        require("torch", "srelib.policies.llm.providers.hf_chat")
         import torch
+        require("transformers", "srelib.policies.llm.providers.hf_chat")
         from transformers import AutoModelForCausalLM
 
         kwargs: dict[str, Any] = {"dtype": self.dtype}
@@ -319,6 +328,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         sequences are kept for the next one; without it every prompt is encoded in full.
         Each usage record has ``prefill_tokens`` (encoded now) and ``cached_tokens`` (reused).
         """
+        require("torch", "srelib.policies.llm.providers.hf_chat")
         import torch
 
         encoded = [torch.tensor(self.tokenizer(p, add_special_tokens=False)["input_ids"],
@@ -345,6 +355,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
                          kept: list) -> None:
         """One ``generate`` call for ``bucket``: replies into ``texts``, usage into
         ``records``, the rows' sequences (with their caches) into ``kept``."""
+        require("torch", "srelib.policies.llm.providers.hf_chat")
         import torch
 
         weight = self.model.get_input_embeddings().weight
@@ -391,6 +402,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
     def _produced(self, new_tokens) -> list[int]:
         """Per row, the tokens it generated: through its end-of-sequence token, else up to the
         padding that follows a lane stopped at its action, else all of them."""
+        require("torch", "srelib.policies.llm.providers.hf_chat")
         import torch
 
         pad = self.tokenizer.pad_token_id
@@ -404,7 +416,9 @@ class HFTransformersChatPolicy(ChatPolicyBase):
         return torch.minimum(torch.minimum(by_eos, by_pad), torch.tensor(width)).tolist()
 
     def _generation_options(self) -> dict[str, Any]:
+        require("torch", "srelib.policies.llm.providers.hf_chat")
         import torch
+        require("transformers", "srelib.policies.llm.providers.hf_chat")
         from transformers import StoppingCriteriaList
 
         sampling = self.temperature > 0
@@ -430,6 +444,7 @@ class HFTransformersChatPolicy(ChatPolicyBase):
 
     def _encode_shared_prefix(self) -> None:
         """Encode (once per system prompt) the prompt text every conversation starts with."""
+        require("torch", "srelib.policies.llm.providers.hf_chat")
         import torch
 
         marker = "\x00srelib-first-turn\x00"

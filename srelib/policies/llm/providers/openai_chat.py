@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from srelib.extras import require
 from srelib.env.json_copy import valid_text
 from srelib.policies.llm.chat import ChatPolicyBase
 from srelib.policies.llm.providers import provider
@@ -72,10 +73,7 @@ class OpenAIChatPolicy(ChatPolicyBase):
         super().__init__(max_history=max_history, max_failures=max_failures,
                          obs_chars=obs_chars, max_prompt_chars=max_prompt_chars,
                          system_prompt=system_prompt)
-        try:
-            from openai import OpenAI
-        except ImportError as e:  # pragma: no cover - depends on the install
-            raise RuntimeError("the openai package is not installed: pip install 'srelib[llm]'") from e
+        OpenAI = require("openai", "OpenAIChatPolicy").OpenAI
         if max_retries < 0 or max_concurrency < 1 or timeout <= 0 or (deadline or 1) <= 0:
             raise ValueError("need max_retries >= 0, max_concurrency >= 1, timeout > 0 and "
                              "deadline > 0")
@@ -333,12 +331,14 @@ def _retry_after(error: BaseException) -> float | None:
 
 def _server_refused(error: BaseException) -> bool:
     """The server answered, with an error status (not a timeout or a dead connection)."""
+    require("openai", "srelib.policies.llm.providers.openai_chat")
     import openai
 
     return isinstance(error, openai.APIStatusError) and not isinstance(error, openai.RateLimitError)
 
 
 def _retryable(error: BaseException) -> bool:
+    require("openai", "srelib.policies.llm.providers.openai_chat")
     import openai
 
     if isinstance(error, (ReplyTimeout, openai.APITimeoutError, openai.APIConnectionError,
