@@ -162,6 +162,9 @@ ENTRY_POINTS = {
     "cluster": ["from srelib.runners.executors import RayExecutor\nRayExecutor().submit(print)"],
     "gym": ["import srelib.integrations.gym"],
     "inspect": ["import srelib.integrations.inspect_ai"],
+    "sign": ["from srelib.results.signing import load_key\nimport pathlib\n"
+             "pathlib.Path('k.pem').write_text('-----BEGIN PRIVATE KEY-----\\nAA==\\n"
+             "-----END PRIVATE KEY-----\\n')\nload_key('k.pem')"],
 }
 
 

@@ -323,6 +323,7 @@ def handoff_gain(frame, better: str = "oracle", worse: str = "null", *,
     Raises:
         ValueError: a handoff is missing from ``frame`` or the two share no task and seed.
     """
+    require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci

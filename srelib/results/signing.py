@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from srelib.extras import require
+
 SIGNATURE_FILE = "run.sig"
 _SIGNED = ("run.json", "episodes.jsonl")
 _MIN_SECRET = 16
@@ -48,6 +50,7 @@ class RunKey:
         """A short public name of the key (never the secret): which key signed a run."""
         if self.scheme == "hmac-sha256":
             return self.mac(b"srelib run key id").hex()[:16]
+        require("cryptography", "Ed25519 run signatures")
         from cryptography.hazmat.primitives import serialization
 
         raw = self.public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
@@ -80,8 +83,6 @@ def load_key(path: str | os.PathLike) -> RunKey:
 
 
 def _pem_key(path: Path, data: bytes) -> RunKey:
-    from srelib.extras import require
-
     require("cryptography", "Ed25519 run signatures")
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -143,6 +144,7 @@ def _valid(key: RunKey, message: bytes, signature: str) -> bool:
         return False
     if key.scheme == "hmac-sha256":
         return hmac.compare_digest(key.mac(message), raw)
+    require("cryptography", "Ed25519 run signatures")
     from cryptography.exceptions import InvalidSignature
 
     try:
