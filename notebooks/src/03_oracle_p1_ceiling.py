@@ -19,8 +19,8 @@
 # new names; with the bad functions named it restores deleted lines inside them and hands
 # resources back on their error paths; with an empty handoff it searches the git log itself),
 # `PartialRevertPhase2Policy` (undoes the suspect's edits to existing code, keeps the code it
-# adds), `RevertPhase2Policy` (a blind revert) and the saved agent where one exists (`make
-# agent`). Then the **repair ladder** gives the aimed repair one more piece of the answer per
+# adds) and `RevertPhase2Policy` (a blind revert); the saved agent, where one exists (`make
+# agent`), climbs the ladder. Then the **repair ladder** gives the aimed repair one more piece of the answer per
 # rung, on the classic suite and both generated splits, and the **localisation** columns show
 # how close each episode came to the fault, even when nothing was repaired.
 
@@ -55,10 +55,7 @@ from srelib.analysis.stats import to_markdown
 from srelib.training.agent import agent_policy, find_agent
 
 phase2 = {name: functools.partial(build_policy, name) for name in PHASE2}
-AGENT = find_agent()  # the saved agent of `make agent`, or None
-if AGENT:
-    PHASE2 = [*PHASE2, "agent"]
-    phase2["agent"] = functools.partial(agent_policy, AGENT)
+AGENT = find_agent()  # the saved agent of `make agent`, or None: it climbs the ladder below
 print(f"saved agent: {AGENT or 'none (run make agent to add it)'}")
 phase1 = {label: functools.partial(build_policy, name) for label, name in PHASE1.items()}
 null_repair = {name: srelib.measure_null_context(factory, tasks=TASKS, seeds=SEEDS, workers=WORKERS)
@@ -244,7 +241,8 @@ from srelib.policies.registry import scripted_policy
 ladder_real = {"random": functools.partial(build_policy, "RandomPhase2Policy"),
                "revert": functools.partial(build_policy, "RevertPhase2Policy"),
                "partial-revert": functools.partial(build_policy, "PartialRevertPhase2Policy"),
-               "aimed-repair": AIMED, **({"agent": phase2["agent"]} if AGENT else {})}
+               "aimed-repair": AIMED,
+               **({"agent": functools.partial(agent_policy, AGENT)} if AGENT else {})}
 ladder_episodes = suite_ladder(
     SEEDS, GENERATED_TASKS, workers=WORKERS, repairer="aimed", real=ladder_real,
     joint={name: scripted_policy(name) for name in ("heuristic-revert", "heuristic-partial-revert",
