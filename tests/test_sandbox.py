@@ -394,7 +394,11 @@ def test_reference_fixes_hidden_tests_and_home_are_unreadable(scratch, level):
     assert seen["read"] == []
 
 
-@pytest.mark.parametrize("where", sorted({None, patching.apply_folder()}, key=str))
+_WHERES = sorted({None, patching.apply_folder()}, key=str)  # ids: the folder's name is drawn
+
+
+@pytest.mark.parametrize("where", _WHERES,
+                         ids=["default" if w is None else "apply-folder" for w in _WHERES])
 def test_a_concurrent_grades_scratch_is_out_of_reach(scratch, level, where):
     """Neither a grade's folder in the temporary folder nor the one where grading applies a
     patch (:func:`~srelib.env.patching.apply_folder`) can be read or written from inside."""
