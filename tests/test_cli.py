@@ -186,7 +186,10 @@ def test_demo_writes_tables_and_plots(tmp_path):
     assert list(dict.fromkeys(ladder["suite"])) == ["classic:train", "classic:heldout",
                                                     "generated:train", "generated:heldout"]
     top = ladder[ladder.policy == "rung:patch"]
-    assert (top["full"] == 1).all() and (ladder.groupby("suite").size() == 12).all()
+    from srelib.training.agent import find_agent
+
+    rows = 12 + (find_agent() is not None)  # the saved agent climbs the ladder where it exists
+    assert (top["full"] == 1).all() and (ladder.groupby("suite").size() == rows).all()
     assert {"aimed-repair", "heuristic-aimed-repair"} <= set(ladder["policy"])
     assert "No-answer baseline" in (out / "ceiling.md").read_text()
     assert "Oracle over null handoff" in (out / "ceiling.md").read_text()

@@ -390,12 +390,13 @@ def grade_diff(repo_name: str, f2p_ids: list[str], p2p_ids: list[str], diff: obj
     for attempt in range(1, GRADING_ATTEMPTS + 1):
         try:
             result = _graded(repo_name, repo, f2p_ids, p2p_ids, normalised, timeout_s, site, level, verified)
-            break
         except GradingError as exc:  # the grader's failure: never memoised, tried again
             if attempt == GRADING_ATTEMPTS:
                 raise GradingError(exc.kind, exc.message, attempts=attempt) from exc
-    _MEMO.put(key, result)
-    return json_copy(result)
+            continue
+        _MEMO.put(key, result)
+        return json_copy(result)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 GRADING_ATTEMPTS = 2  # a grading the grader could not run is tried once more, then reported
