@@ -295,7 +295,11 @@ def check_run(path: Any, episodes: list | None = None, *, key: Any = None,
     """:func:`verify_run`'s verdict, with each replayed episode's :class:`Verification`.
 
     Args:
-        path, episodes, key, rerun, mapper: as for :func:`verify_run`.
+        path: a run directory.
+        episodes: its episodes, if already loaded.
+        key: a key file to check ``run.sig`` with, or None.
+        rerun: plays an episode's policy again; None reports every episode's policy as a claim.
+        mapper: how the replays are mapped over the episodes, in order.
 
     Returns:
         ``(verdict, checks)``: the :class:`RunVerification`, and the replay of every planned,
