@@ -213,14 +213,18 @@ def _v2_controllers(folder: Path) -> set[str]:
         return set()
 
 
+def _lines(path: str) -> list[str]:
+    """The lines of a ``/proc`` file; none where it cannot be read."""
+    try:
+        return Path(path).read_text().splitlines()
+    except OSError:
+        return []
+
+
 def _mounts() -> dict[str, Path]:
     """``{"cgroup2" or a v1 controller: its mount point}`` from ``/proc/self/mounts``."""
     found: dict[str, Path] = {}
-    try:
-        lines = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
+    for line in _lines("/proc/self/mounts"):
         fields = line.split()
         if len(fields) < 4:
             continue
@@ -236,11 +240,7 @@ def _mounts() -> dict[str, Path]:
 def _own_cgroups() -> dict[str, str]:
     """``{controller ("" for v2): this process's cgroup path}`` from ``/proc/self/cgroup``."""
     found: dict[str, str] = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
+    for line in _lines("/proc/self/cgroup"):
         _, controllers, path = line.split(":", 2)
         for controller in controllers.split(",") if controllers else [""]:
             found[controller] = path
