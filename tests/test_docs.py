@@ -84,6 +84,12 @@ def site(tmp_path_factory):
         server.server_close()
 
 
+SEARCH_READY = """() => {
+    const meta = document.querySelector(".md-search-result__meta");
+    return meta !== null && meta.textContent.trim() !== "" && !meta.textContent.includes("Initializing");
+}"""
+
+
 @needs_chromium
 @pytest.mark.slow
 def test_the_site_searches_a_function_shows_its_reference_and_a_notebook_plot(site):
@@ -92,9 +98,11 @@ def test_the_site_searches_a_function_shows_its_reference_and_a_notebook_plot(si
     with offline_page() as (page, refused):
         page.goto(base + "/")
         page.click("input.md-search__input")  # the header's search box
-        page.fill("input.md-search__input", "evaluate")
-        first = page.locator(".md-search-result__item a").first
-        first.wait_for(timeout=120_000)  # the index is built in a worker on first use
+        # the index is built in a worker on first use: type (key by key, as the search box
+        # answers keystrokes, not a pasted value) once it no longer says "Initializing search"
+        page.wait_for_function(SEARCH_READY, timeout=120_000)
+        page.locator("input.md-search__input").press_sequentially("evaluate")
+        page.locator(".md-search-result__item a").first.wait_for(timeout=60_000)
         hits = page.locator(".md-search-result__item a").evaluate_all(
             "links => links.map(a => a.href)")
         assert any("reference/episodes/" in h for h in hits), hits
