@@ -13,7 +13,7 @@ EXTRA_OF = {
     "distributed": "cluster", "ray": "cluster", "openai": "llm", "transformers": "hf",
     "torch": "hf", "accelerate": "hf", "bitsandbytes": "hf", "ipywidgets": "notebooks",
     "datasets": "train", "trl": "train", "peft": "train", "openenv": "serve",
-    "gymnasium": "gym",
+    "gymnasium": "gym", "sklearn": "dev",
 }
 
 

@@ -1,0 +1,251 @@
+"""A candidate's repository history, drawn so that no commit shape marks the bad commit.
+
+The history is the service's base, an innocent commit adding the site's working component
+(its module and its own test), then the feature commit that carries the bug (for the no-fault
+family: the feature alone), with innocent commits drawn around it. The innocent commits have
+the bad commit's shapes too, so neither its files nor its size nor its message nor its place
+picks it out:
+
+* a helper module added with its own test, and later a change to that helper and its test;
+* a refactor of the module that later breaks, with its test, before the feature lands;
+* a fix elsewhere (the core module and its test), in words of the page's symptoms;
+* a README line, a note, an export list, a logger, a test of core (touching one file);
+* the feature's tests now in the feature commit, now in a follow-up commit.
+
+One to three innocent commits come before the feature and zero to three after it, so the bad
+commit sits at a drawn depth; the ones after it land in the hours around the deploy. Every
+draw comes from the candidate's stream (:func:`.recipes.rng_for`), keyed by the suite key.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+from srelib.env.deploy_notes import AUTHORS
+
+from .bases import BASES
+from .recipes import Candidate, CommitSpec, History, module_path, rng_for, sha_for
+from .shape_lib import SHAPES
+from .shapes import fill
+from .family_lib import FAMILIES
+
+#: Commit bodies, drawn alike for every commit after the base: none says whether it changes
+#: behaviour.
+BODIES = ("", "", "With tests.", "Follow-up from review.", "Small change; see the diff.",
+          "Part of this sprint's {area} work.")
+#: Words a page of each symptom uses; decoy commits say them.
+SYMPTOM_WORDS = {"errors": ("errors", "5xx responses", "failed requests"),
+                 "slow": ("latency", "slow responses", "timeouts"),
+                 "restarts": ("restarts", "flapping health checks", "memory use")}
+
+#: Helper modules an innocent commit adds with their own test: (module, code, test, change,
+#: test of the change). ``{pkg}`` is the package.
+HELPERS = (
+    ("text_util",
+     'def slug(text):\n    """``text`` lower-cased, its words joined by dashes."""\n'
+     '    return "-".join(text.lower().split())\n',
+     'from {pkg}.text_util import slug\n\n\ndef test_slug():\n    assert slug("A b") == "a-b"\n',
+     ("    return \"-\".join(text.lower().split())\n",
+      "    return \"-\".join(text.lower().split()) if text else \"\"\n"),
+     '\n\ndef test_slug_of_nothing():\n    assert slug("") == "" and slug(None) == ""\n'),
+    ("ids",
+     'def short_id(value, width=8):\n    """The first ``width`` characters of ``value`` as text."""\n'
+     '    return str(value)[:width]\n',
+     'from {pkg}.ids import short_id\n\n\ndef test_short_id():\n    assert short_id(123456789) == "12345678"\n',
+     ("    return str(value)[:width]\n",
+      "    if width < 1:\n        raise ValueError(\"width must be at least 1\")\n"
+      "    return str(value)[:width]\n"),
+     '\n\ndef test_short_id_width():\n    import pytest\n\n    with pytest.raises(ValueError):\n'
+     '        short_id("x", 0)\n'),
+    ("clock",
+     'def minutes(seconds):\n    """Whole minutes in ``seconds``."""\n    return int(seconds) // 60\n',
+     'from {pkg}.clock import minutes\n\n\ndef test_minutes():\n    assert minutes(125) == 2\n',
+     ("    return int(seconds) // 60\n", "    return max(0, int(seconds)) // 60\n"),
+     '\n\ndef test_minutes_never_negative():\n    assert minutes(-5) == 0\n'),
+)
+
+
+def _words(c: Candidate, rng: random.Random) -> str:
+    """A symptom's words, drawn from those the family's pages may show."""
+    symptoms = FAMILIES[c.family].symptoms
+    words = SYMPTOM_WORDS.get(symptoms[rng.randrange(len(symptoms))], ("errors",))
+    return words[rng.randrange(len(words))]
+
+
+Make = Callable[[dict], dict]
+
+
+def _plain_kinds(c: Candidate, what: str, path: str, area: str) -> dict[str, tuple[str, Make]]:
+    """The one-file innocent commits, each ``(subject, make files from the tree)``."""
+    base = BASES[c.service]
+    core_path = f"{base.package}/core.py"
+
+    def core_parts(t: dict) -> tuple[str, int, int, str]:
+        core = t[core_path]
+        func = next(line[4:].split("(", 1)[0] for line in core.splitlines() if line.startswith("def "))
+        return core, core.index('"""', 3) + 3, core.index("\n\n\ndef "), func
+
+    def exports(t: dict) -> dict:
+        core, doc_end, _, func = core_parts(t)
+        return {core_path: core[:doc_end] + f'\n\n__all__ = ["{func}"]' + core[doc_end:]}
+
+    def logger(t: dict) -> dict:
+        core, doc_end, first_def, _ = core_parts(t)
+        return {core_path: core[:doc_end] + "\n\nimport logging" + core[doc_end:first_def]
+                + "\n\nLOG = logging.getLogger(__name__)" + core[first_def:]}
+
+    func = core_parts(base.files())[3]
+    return {
+        "readme": ("readme: describe " + what,
+                   lambda t: {"README.md": t["README.md"] + f"\nIt also holds {what}.\n"}),
+        "note": (f"{area}: note where {what} is used",
+                 lambda t: {path: t[path] + f"\n\n# {what}: used by {base.package}.core callers\n"}),
+        "exports": (f"core: export {func} explicitly", exports),
+        "logger": ("core: add a module logger", logger),
+        "tests": (f"tests: check that {base.package}.core imports cleanly",
+                  lambda t: {"tests/test_core.py": t["tests/test_core.py"]
+                             + f"\n\ndef test_core_imports():\n    import {base.package}.core  # noqa: F401\n"}),
+    }
+
+
+def _helper_commits(c: Candidate, rng: random.Random) -> list[tuple[str, Make]]:
+    """A helper module added with its own test, then changed with its test (two commits)."""
+    pkg = BASES[c.service].package
+    name, code, test, (old, new), more = HELPERS[rng.randrange(len(HELPERS))]
+    mod, tpath = f"{pkg}/{name}.py", f"tests/test_{name}.py"
+    words = _words(c, rng)
+    return [(f"{name}: add {name.replace('_', ' ')} helpers",
+             lambda t: {mod: code, tpath: test.replace("{pkg}", pkg)}),
+            (f"{name}: handle edge cases behind {words}",
+             lambda t: {mod: t[mod].replace(old, new), tpath: t[tpath] + more})]
+
+
+def _refactor(c: Candidate, path: str, test_path: str, what: str, area: str) -> tuple[str, Make]:
+    """A refactor of the module that later breaks, and of its test, before the feature."""
+    header = f"# {what}: kept small on purpose; see {test_path} for the contract.\n"
+    return (f"{area}: tidy {what}",
+            lambda t: {path: header + t[path],
+                       test_path: t[test_path] + f"\n\n# {area}: the tests above pin the contract.\n"})
+
+
+def _core_fix(c: Candidate, rng: random.Random) -> tuple[str, Make]:
+    """A fix elsewhere: the core module's docstring and a test of it, in the symptom's words."""
+    base = BASES[c.service]
+    core_path = f"{base.package}/core.py"
+    words = _words(c, rng)
+
+    def make(t: dict) -> dict:
+        core = t[core_path]
+        doc_end = core.index('"""', 3)
+        return {core_path: core[:doc_end] + f" Callers see {words} when it raises." + core[doc_end:],
+                "tests/test_core.py": t["tests/test_core.py"]
+                + f"\n\ndef test_core_documented():\n    import {base.package}.core as core\n\n"
+                  f"    assert core.__doc__\n"}
+    return f"core: fix {words} in {c.service.replace('_', ' ')} core", make
+
+
+def history(c: Candidate) -> History:
+    """The candidate's repository (see the module doc)."""
+    family, shape, base = FAMILIES[c.family], SHAPES[c.shape], BASES[c.service]
+    rng = rng_for(c.task_id, "history")
+    path = module_path(shape, c)
+    area = path.rsplit("/", 1)[-1][:-3]
+
+    def f(text: str) -> str:
+        return fill(text, c.noun, c.plural, base.package)
+
+    what, feature = f(shape.what), f(shape.feature)
+    test_path = f"tests/test_{area}.py"
+    component = {path: f(shape.source), test_path: f(shape.tests)}
+    if path.startswith("common/"):
+        component["common/__init__.py"] = '"""Helpers vendored from the shared platform library."""\n'
+    tree = dict(base.files())
+    steps: list[tuple[str, dict]] = [(f"core: initial {c.service.replace('_', ' ')} service", base.files())]
+    tree.update(component)
+    steps.append((f"{area}: add {what}", component))
+
+    plain = _plain_kinds(c, what, path, area)
+    names = sorted(plain)
+    before: list[tuple[str, Make]] = []
+    after: list[tuple[str, Make]] = []
+    if rng.random() < 0.5:
+        before.append(_refactor(c, path, test_path, what, area))
+    if rng.random() < 0.5:
+        (before if rng.random() < 0.4 else after).append(_core_fix(c, rng))
+    picked = rng.sample(names, 1 + rng.randrange(3))
+    for k, name in enumerate(picked):
+        (before if k == 0 and not before or rng.random() < 0.5 else after).append(plain[name])
+    rng.shuffle(before)
+    rng.shuffle(after)
+    del after[2:]
+    added, changed = _helper_commits(c, rng)
+    where = rng.random()
+    if where < 0.5:  # both after the feature
+        _insert_in_order(after, [added, changed], rng)
+    elif where < 0.8:  # added before, changed after
+        _insert_in_order(before, [added], rng)
+        _insert_in_order(after, [changed], rng)
+    else:
+        _insert_in_order(before, [added, changed], rng)
+
+    def land(subject: str, make: Make) -> None:
+        files = make(tree)
+        steps.append((subject, files))
+        tree.update(files)
+
+    for subject, make in before:
+        land(subject, make)
+    shipped = f(shape.bad() if family.needs_fix else shape.good)
+    old_text = f(shape.source)
+    shipped_file = tree[path].replace(old_text, shipped) if old_text in tree[path] else shipped
+    feature_tests = f(shape.feature_tests)
+    tests_apart = rng.random() < 0.35
+    change = {path: shipped_file}
+    if not tests_apart:
+        change[test_path] = tree[test_path] + feature_tests
+    steps.append((f"{area}: {feature}", change))
+    tree.update(change)
+    bad_index = len(steps) - 1
+    if tests_apart:
+        after.insert(rng.randrange(len(after) + 1),
+                     (f"tests: cover {feature}", lambda t: {test_path: t[test_path] + feature_tests}))
+    for subject, make in after:
+        land(subject, make)
+
+    dates = _dates(rng, bad_index, len(steps))
+    bodies = [f"{base.description}\n\nThe package, its domain module and their tests."] + [
+        BODIES[rng.randrange(len(BODIES))].replace("{area}", area) for _ in steps[1:]]
+    commits = tuple(
+        CommitSpec(sha_for(c.task_id, k), AUTHORS[rng.randrange(len(AUTHORS) - 2)], dates[k],
+                   subject + (f"\n\n{body}" if body else ""), tuple(sorted(files.items())))
+        for k, ((subject, files), body) in enumerate(zip(steps, bodies)))
+    good = f(shape.good)
+    fix = ((path, tree[path].replace(shipped, good)),) if family.needs_fix else None
+    hidden = f"test_{area}.py"
+    return History(commits, bad_index, fix, ((hidden, f(shape.probes)),), ((hidden, f(shape.checks)),),
+                   path, feature)
+
+
+def _insert_in_order(commits: list, new: list, rng: random.Random) -> None:
+    """Insert ``new`` into ``commits`` at drawn places, keeping ``new``'s own order."""
+    at = sorted(rng.randrange(len(commits) + 1) for _ in new)
+    for k, (place, commit) in enumerate(zip(at, new)):
+        commits.insert(place + k, commit)
+
+
+def _dates(rng: random.Random, bad_index: int, count: int) -> list[str]:
+    """Commit dates, oldest first: the base in December, the component early in January, the
+    commits up to the feature at drawn minutes from the 9th to the incident day's morning, the
+    feature on the incident day at noon and the later commits in the 150 minutes after 13:00."""
+    from datetime import datetime, timedelta
+
+    def at(start: datetime, minutes: list[int]) -> list[str]:
+        return [(start + timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M:00Z") for m in minutes]
+
+    dates = [f"2024-12-{rng.randrange(1, 20):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z",
+             f"2025-01-{rng.randrange(2, 9):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z"]
+    dates += at(datetime(2025, 1, 9, 9), sorted(rng.sample(range(8790), bad_index - 2)))
+    dates.append(f"2025-01-15T12:{rng.randrange(10, 40):02d}:00Z")
+    dates += at(datetime(2025, 1, 15, 13), sorted(rng.sample(range(150), count - bad_index - 1)))
+    return dates
