@@ -86,14 +86,18 @@ def _public_table() -> dict[str, str]:
 class HashLookup:
     """Names a task from the commit shas an episode shows (see the module doc)."""
 
+    def __init__(self, recompute: bool = True) -> None:
+        self.recompute = recompute
+
     def naming(self, commits: list[dict], seed: int) -> str | None:
-        """The task the shas of ``commits`` name by the public table, else by recomputing the
-        public key's episode surface for ``seed`` over every candidate; None if neither does."""
+        """The task the shas of ``commits`` name by the public table, else (``recompute``) by
+        recomputing the public key's episode surface for ``seed`` over every candidate; None if
+        neither does."""
         table = _public_table()
         votes = [table[c["sha"]] for c in commits if c["sha"] in table]
         if votes:
             return max(sorted(set(votes)), key=votes.count)
-        return self._recomputed(commits, seed)
+        return self._recomputed(commits, seed) if self.recompute else None
 
     @staticmethod
     def _recomputed(commits: list[dict], seed: int) -> str | None:
@@ -111,7 +115,7 @@ class HashLookup:
         return None
 
 
-def lookup_rate(tasks: list[str], seed: int = 0) -> float:
+def lookup_rate(tasks: list[str], seed: int = 0, recompute: bool = True) -> float:
     """How often :class:`HashLookup` names the task an episode plays."""
-    cheat = HashLookup()
+    cheat = HashLookup(recompute)
     return sum(cheat.naming(shown_log(t, seed)[0], seed) == t for t in tasks) / len(tasks)

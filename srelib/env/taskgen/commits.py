@@ -9,7 +9,8 @@ picks it out:
 * a helper module added with its own test, and later a change to that helper and its test;
 * a refactor of the module that later breaks, with its test, before the feature lands;
 * a fix elsewhere (the core module and its test), in words of the page's symptoms;
-* a README line, a note, an export list, a logger, a test of core (touching one file);
+* a README line or a reworded overview, a note, an export list, a logger, a test of
+  core, the core tests grouped in a class (touching one file);
 * the feature's tests now in the feature commit, now in a follow-up commit.
 
 One to three innocent commits come before the feature and zero to three after it, so the bad
@@ -20,13 +21,14 @@ draw comes from the candidate's stream (:func:`.recipes.rng_for`), keyed by the 
 from __future__ import annotations
 
 import random
+import re
 from typing import Callable
 
 from srelib.env.deploy_notes import AUTHORS
 
 from .bases import BASES
 from .recipes import Candidate, CommitSpec, History, module_path, rng_for, sha_for
-from .shape_lib import SHAPES
+from .shape_lib import SHAPE_SPLITS, SHAPES
 from .shapes import fill
 from .family_lib import FAMILIES
 
@@ -46,24 +48,51 @@ HELPERS = (
      'def slug(text):\n    """``text`` lower-cased, its words joined by dashes."""\n'
      '    return "-".join(text.lower().split())\n',
      'from {pkg}.text_util import slug\n\n\ndef test_slug():\n    assert slug("A b") == "a-b"\n',
-     ("    return \"-\".join(text.lower().split())\n",
-      "    return \"-\".join(text.lower().split()) if text else \"\"\n"),
-     '\n\ndef test_slug_of_nothing():\n    assert slug("") == "" and slug(None) == ""\n'),
+     ('def slug(text):\n    """``text`` lower-cased, its words joined by dashes."""\n'
+      '    return "-".join(text.lower().split())\n',
+      'def slug(text, limit=64):\n    """``text`` lower-cased, its words joined by dashes, at most ``limit``\n'
+      '    characters ("" for no text)."""\n    if not text:\n        return ""\n'
+      '    return "-".join(text.lower().split())[:limit]\n\n\n'
+      'def words(text):\n    """The words of ``text``, lower-cased."""\n'
+      '    return [] if not text else text.lower().split()\n'),
+     '\n\ndef test_slug_of_nothing():\n    assert slug("") == "" and slug(None) == ""\n\n\n'
+     'def test_slug_limit_and_words():\n    assert slug("a b c", limit=3) == "a-b"\n'
+     '    assert words("A b") == ["a", "b"] and words(None) == []\n'),
     ("ids",
      'def short_id(value, width=8):\n    """The first ``width`` characters of ``value`` as text."""\n'
      '    return str(value)[:width]\n',
      'from {pkg}.ids import short_id\n\n\ndef test_short_id():\n    assert short_id(123456789) == "12345678"\n',
-     ("    return str(value)[:width]\n",
-      "    if width < 1:\n        raise ValueError(\"width must be at least 1\")\n"
-      "    return str(value)[:width]\n"),
+     ('def short_id(value, width=8):\n    """The first ``width`` characters of ``value`` as text."""\n'
+      '    return str(value)[:width]\n',
+      'def short_id(value, width=8):\n    """The first ``width`` (at least 1) characters of ``value``."""\n'
+      '    if width < 1:\n        raise ValueError("width must be at least 1")\n'
+      '    return str(value)[:width]\n\n\n'
+      'def same_id(a, b, width=8):\n    """Whether ``a`` and ``b`` have the same short id."""\n'
+      '    return short_id(a, width) == short_id(b, width)\n'),
      '\n\ndef test_short_id_width():\n    import pytest\n\n    with pytest.raises(ValueError):\n'
-     '        short_id("x", 0)\n'),
+     '        short_id("x", 0)\n\n\ndef test_same_id():\n'
+     '    assert same_id("abcdefgh1", "abcdefgh2") and not same_id("a", "b")\n'),
     ("clock",
      'def minutes(seconds):\n    """Whole minutes in ``seconds``."""\n    return int(seconds) // 60\n',
      'from {pkg}.clock import minutes\n\n\ndef test_minutes():\n    assert minutes(125) == 2\n',
-     ("    return int(seconds) // 60\n", "    return max(0, int(seconds)) // 60\n"),
-     '\n\ndef test_minutes_never_negative():\n    assert minutes(-5) == 0\n'),
+     ('def minutes(seconds):\n    """Whole minutes in ``seconds``."""\n    return int(seconds) // 60\n',
+      'def minutes(seconds):\n    """Whole minutes in ``seconds`` (0 for a negative span)."""\n'
+      '    return max(0, int(seconds)) // 60\n\n\n'
+      'def hours(seconds):\n    """Whole hours in ``seconds`` (0 for a negative span)."""\n'
+      '    return minutes(seconds) // 60\n'),
+     '\n\ndef test_minutes_never_negative():\n    assert minutes(-5) == 0\n\n\n'
+     'def test_hours():\n    assert hours(7300) == 2 and hours(-1) == 0\n'),
 )
+
+
+def grouped_tests(text: str, name: str) -> str:
+    """The test module ``text`` with its top-level functions moved into ``class Test<name>``
+    (each test taking ``self``); its imports stay on top."""
+    head, _, body = text.partition("\n\n\ndef ")
+    lines = [("    " + line if line.strip() else line) for line in ("def " + body).splitlines()]
+    lines = [re.sub(r"^    def (test_\w+)\((\)?)",
+                    lambda m: f"    def {m[1]}(self{')' if m[2] else ', '}", line) for line in lines]
+    return head + f"\n\n\nclass Test{name}:\n" + "\n".join(lines) + "\n"
 
 
 def _words(c: Candidate, rng: random.Random) -> str:
@@ -103,34 +132,100 @@ def _plain_kinds(c: Candidate, what: str, path: str, area: str) -> dict[str, tup
                  lambda t: {path: t[path] + f"\n\n# {what}: used by {base.package}.core callers\n"}),
         "exports": (f"core: export {func} explicitly", exports),
         "logger": ("core: add a module logger", logger),
+        "grouped": ("tests: group the core tests in a class",
+                    lambda t: {"tests/test_core.py": grouped_tests(t["tests/test_core.py"], "Core")}),
+        "overview": ("readme: reword the overview",
+                     lambda t: {"README.md": f"# The {c.service.replace('_', ' ')} service\n\n"
+                                f"{base.description}\n\nCode: `{base.package}/`. Tests: "
+                                "`python -m pytest tests`.\n" + "".join(
+                                    t["README.md"].splitlines(keepends=True)[5:])}),
         "tests": (f"tests: check that {base.package}.core imports cleanly",
                   lambda t: {"tests/test_core.py": t["tests/test_core.py"]
                              + f"\n\ndef test_core_imports():\n    import {base.package}.core  # noqa: F401\n"}),
     }
 
 
-def _helper_commits(c: Candidate, rng: random.Random) -> list[tuple[str, Make]]:
-    """A helper module added with its own test, then changed with its test (two commits)."""
+def _helper_commits(c: Candidate, rng: random.Random, what: str) -> list[tuple[str, Make]]:
+    """A helper module for the component added with its own test, then changed with its test
+    (two commits)."""
     pkg = BASES[c.service].package
     name, code, test, (old, new), more = HELPERS[rng.randrange(len(HELPERS))]
     mod, tpath = f"{pkg}/{name}.py", f"tests/test_{name}.py"
     words = _words(c, rng)
-    return [(f"{name}: add {name.replace('_', ' ')} helpers",
+    return [(f"{name}: add {name.replace('_', ' ')} helpers for {what}",
              lambda t: {mod: code, tpath: test.replace("{pkg}", pkg)}),
-            (f"{name}: handle edge cases behind {words}",
+            (f"{name}: handle {words} in {what}",
              lambda t: {mod: t[mod].replace(old, new), tpath: t[tpath] + more})]
 
 
 def _refactor(c: Candidate, path: str, test_path: str, what: str, area: str) -> tuple[str, Make]:
-    """A refactor of the module that later breaks, and of its test, before the feature."""
+    """A refactor of the module that later breaks (a header) and of its test (grouped in a
+    class), before the feature."""
     header = f"# {what}: kept small on purpose; see {test_path} for the contract.\n"
+    name = "".join(part.capitalize() for part in area.split("_"))
     return (f"{area}: tidy {what}",
-            lambda t: {path: header + t[path],
-                       test_path: t[test_path] + f"\n\n# {area}: the tests above pin the contract.\n"})
+            lambda t: {path: header + t[path], test_path: grouped_tests(t[test_path], name)})
 
 
-def _core_fix(c: Candidate, rng: random.Random) -> tuple[str, Make]:
-    """A fix elsewhere: the core module's docstring and a test of it, in the symptom's words."""
+def _decoy_sites(c: Candidate, path: str, rng: random.Random) -> list[Candidate]:
+    """Four or five other sites of the service, of shapes in the task's split (each drawn as
+    likely from the task's family as from any), whose modules are not the task's: each gets a
+    component and a working feature (:func:`_decoy_feature`)."""
+    split = SHAPE_SPLITS[c.shape]
+    family = SHAPES[c.shape].family
+    pools: list[list[Candidate]] = [[], []]
+    for name in SHAPES:
+        if name != c.shape and SHAPE_SPLITS[name] == split:
+            for noun, plural in BASES[c.service].nouns:
+                other = Candidate(c.family, c.service, noun, plural, name)
+                where = module_path(SHAPES[name], other)
+                if where != path and not where.startswith("common/"):
+                    pools[SHAPES[name].family != family].append(other)
+    for pool in pools:
+        rng.shuffle(pool)
+    picked: list[Candidate] = []
+    paths = {path}
+    for _ in range(4 + rng.randrange(2)):
+        pool = pools[0] if pools[0] and (rng.random() < 0.5 or not pools[1]) else pools[1]
+        while pool and module_path(SHAPES[pool[-1].shape], pool[-1]) in paths:
+            pool.pop()
+        if pool:
+            picked.append(pool.pop())
+            paths.add(module_path(SHAPES[picked[-1].shape], picked[-1]))
+    return picked
+
+
+def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[tuple[str, Make]]:
+    """Another site's component (its module and test) and its feature, shipped working, in the
+    very shapes of the task's own component and feature commits (and, as there, the feature's
+    tests now with it, now in a commit of their own)."""
+    shape, base = SHAPES[other.shape], BASES[c.service]
+
+    def f(text: str) -> str:
+        return fill(text, other.noun, other.plural, base.package)
+
+    path = module_path(shape, other)
+    area = path.rsplit("/", 1)[-1][:-3]
+    test_path = f"tests/test_{area}.py"
+    source, good, tests, more = f(shape.source), f(shape.good), f(shape.tests), f(shape.feature_tests)
+    apart = rng.random() < 0.35
+
+    def ship(t: dict) -> dict:
+        files = {path: t[path].replace(source, good)}
+        if not apart:
+            files[test_path] = t[test_path] + more
+        return files
+    feature = f(shape.feature)
+    commits = [(f"{area}: add {f(shape.what)}", lambda t: {path: source, test_path: tests}),
+               (f"{area}: {feature}", ship)]
+    if apart:  # the feature's tests follow, as the task's own do
+        commits.append((f"tests: cover {feature}", lambda t: {test_path: t[test_path] + more}))
+    return commits
+
+
+def _core_fix(c: Candidate, rng: random.Random, what: str) -> tuple[str, Make]:
+    """A fix elsewhere: the core module's docstring and a test of it, in the symptom's words
+    and naming the component."""
     base = BASES[c.service]
     core_path = f"{base.package}/core.py"
     words = _words(c, rng)
@@ -142,7 +237,7 @@ def _core_fix(c: Candidate, rng: random.Random) -> tuple[str, Make]:
                 "tests/test_core.py": t["tests/test_core.py"]
                 + f"\n\ndef test_core_documented():\n    import {base.package}.core as core\n\n"
                   f"    assert core.__doc__\n"}
-    return f"core: fix {words} in {c.service.replace('_', ' ')} core", make
+    return f"core: fix {words} seen by {what}", make
 
 
 def history(c: Candidate) -> History:
@@ -162,32 +257,41 @@ def history(c: Candidate) -> History:
         component["common/__init__.py"] = '"""Helpers vendored from the shared platform library."""\n'
     tree = dict(base.files())
     steps: list[tuple[str, dict]] = [(f"core: initial {c.service.replace('_', ' ')} service", base.files())]
-    tree.update(component)
-    steps.append((f"{area}: add {what}", component))
 
     plain = _plain_kinds(c, what, path, area)
     names = sorted(plain)
     before: list[tuple[str, Make]] = []
     after: list[tuple[str, Make]] = []
+    needs_component: list[tuple[str, Make]] = []  # land after the component
     if rng.random() < 0.5:
-        before.append(_refactor(c, path, test_path, what, area))
+        needs_component.append(_refactor(c, path, test_path, what, area))
     if rng.random() < 0.5:
-        (before if rng.random() < 0.4 else after).append(_core_fix(c, rng))
-    picked = rng.sample(names, 1 + rng.randrange(3))
+        (before if rng.random() < 0.4 else after).append(_core_fix(c, rng, what))
+    picked = rng.sample(names, 1 + rng.randrange(4))
     for k, name in enumerate(picked):
-        (before if k == 0 and not before or rng.random() < 0.5 else after).append(plain[name])
+        if rng.random() < 0.5:
+            after.append(plain[name])
+        else:
+            (needs_component if name == "note" else before).append(plain[name])
     rng.shuffle(before)
     rng.shuffle(after)
     del after[2:]
-    added, changed = _helper_commits(c, rng)
-    where = rng.random()
-    if where < 0.5:  # both after the feature
-        _insert_in_order(after, [added, changed], rng)
-    elif where < 0.8:  # added before, changed after
-        _insert_in_order(before, [added], rng)
-        _insert_in_order(after, [changed], rng)
-    else:
-        _insert_in_order(before, [added, changed], rng)
+    pairs = [_helper_commits(c, rng, what)]
+    pairs += [_decoy_feature(c, other, rng) for other in _decoy_sites(c, path, rng)]
+    for pair in pairs:
+        where = rng.random()
+        if where < 0.3:  # both after the feature
+            _insert_in_order(after, pair, rng)
+        elif where < 0.7:  # added before, changed after
+            _insert_in_order(before, pair[:1], rng)
+            _insert_in_order(after, pair[1:], rng)
+        else:
+            _insert_in_order(before, pair, rng)
+    at = rng.randrange(len(before) + 1)  # the component among the other components
+    before.insert(at, (f"{area}: add {what}", lambda t: dict(component)))
+    rng.shuffle(needs_component)
+    for commit in needs_component:
+        before.insert(at + 1 + rng.randrange(len(before) - at), commit)
 
     def land(subject: str, make: Make) -> None:
         files = make(tree)
@@ -235,7 +339,7 @@ def _insert_in_order(commits: list, new: list, rng: random.Random) -> None:
 
 
 def _dates(rng: random.Random, bad_index: int, count: int) -> list[str]:
-    """Commit dates, oldest first: the base in December, the component early in January, the
+    """Commit dates, oldest first: the base in December, the next commit early in January, the
     commits up to the feature at drawn minutes from the 9th to the incident day's morning, the
     feature on the incident day at noon and the later commits in the 150 minutes after 13:00."""
     from datetime import datetime, timedelta
