@@ -168,7 +168,7 @@ def _refactor(c: Candidate, path: str, test_path: str, what: str, area: str) -> 
 
 
 def _decoy_sites(c: Candidate, path: str, rng: random.Random) -> list[Candidate]:
-    """Four or five other sites of the service, of shapes in the task's split (each drawn as
+    """Five or six other sites of the service, of shapes in the task's split (each drawn as
     likely from the task's family as from any), whose modules are not the task's: each gets a
     component and a working feature (:func:`_decoy_feature`)."""
     split = SHAPE_SPLITS[c.shape]
@@ -185,7 +185,7 @@ def _decoy_sites(c: Candidate, path: str, rng: random.Random) -> list[Candidate]
         rng.shuffle(pool)
     picked: list[Candidate] = []
     paths = {path}
-    for _ in range(4 + rng.randrange(2)):
+    for _ in range(5 + rng.randrange(2)):
         pool = pools[0] if pools[0] and (rng.random() < 0.5 or not pools[1]) else pools[1]
         while pool and module_path(SHAPES[pool[-1].shape], pool[-1]) in paths:
             pool.pop()
@@ -215,9 +215,11 @@ def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[t
         if not apart:
             files[test_path] = t[test_path] + more
         return files
-    feature = f(shape.feature)
-    commits = [(f"{area}: add {f(shape.what)}", lambda t: {path: source, test_path: tests}),
-               (f"{area}: {feature}", ship)]
+    feature, what = f(shape.feature), f(shape.what)
+    commits = [(f"{area}: add {what}", lambda t: {path: source, test_path: tests})]
+    if rng.random() < 0.5:  # refactored before its feature, as the task's module may be
+        commits.append(_refactor(other, path, test_path, what, area))
+    commits.append((f"{area}: {feature}", ship))
     if apart:  # the feature's tests follow, as the task's own do
         commits.append((f"tests: cover {feature}", lambda t: {test_path: t[test_path] + more}))
     return commits
