@@ -6,6 +6,8 @@ family: the feature alone), with innocent commits drawn around it. The innocent 
 the bad commit's shapes too, so neither its files nor its size nor its message nor its place
 picks it out:
 
+* six or seven other sites of the service, each a component (module and its own test) and a
+  working feature shipped on it, sometimes refactored in between, exactly as the task's own;
 * a helper module added with its own test, and later a change to that helper and its test;
 * a refactor of the module that later breaks, with its test, before the feature lands;
 * a fix elsewhere (the core module and its test), in words of the page's symptoms;
@@ -13,8 +15,8 @@ picks it out:
   core, the core tests grouped in a class (touching one file);
 * the feature's tests now in the feature commit, now in a follow-up commit.
 
-One to three innocent commits come before the feature and zero to three after it, so the bad
-commit sits at a drawn depth; the ones after it land in the hours around the deploy. Every
+The task's component lands among the other components and its feature at a drawn depth among
+the other commits; the ones after it land in the hours after it. Every
 draw comes from the candidate's stream (:func:`.recipes.rng_for`), keyed by the suite key.
 """
 
@@ -168,7 +170,7 @@ def _refactor(c: Candidate, path: str, test_path: str, what: str, area: str) -> 
 
 
 def _decoy_sites(c: Candidate, path: str, rng: random.Random) -> list[Candidate]:
-    """Five or six other sites of the service, of shapes in the task's split (each drawn as
+    """Six or seven other sites of the service, of shapes in the task's split (each drawn as
     likely from the task's family as from any), whose modules are not the task's: each gets a
     component and a working feature (:func:`_decoy_feature`)."""
     split = SHAPE_SPLITS[c.shape]
@@ -185,7 +187,7 @@ def _decoy_sites(c: Candidate, path: str, rng: random.Random) -> list[Candidate]
         rng.shuffle(pool)
     picked: list[Candidate] = []
     paths = {path}
-    for _ in range(5 + rng.randrange(2)):
+    for _ in range(6 + rng.randrange(2)):
         pool = pools[0] if pools[0] and (rng.random() < 0.5 or not pools[1]) else pools[1]
         while pool and module_path(SHAPES[pool[-1].shape], pool[-1]) in paths:
             pool.pop()
