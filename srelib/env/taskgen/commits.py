@@ -58,7 +58,7 @@ HELPERS = (
       'def words(text):\n    """The words of ``text``, lower-cased."""\n'
       '    return [] if not text else text.lower().split()\n'),
      '\n\ndef test_slug_of_nothing():\n    assert slug("") == "" and slug(None) == ""\n\n\n'
-     'def test_slug_limit_and_words():\n    assert slug("a b c", limit=3) == "a-b"\n'
+     'def test_slug_limit_and_words():\n    from {pkg}.text_util import words\n\n    assert slug("a b c", limit=3) == "a-b"\n'
      '    assert words("A b") == ["a", "b"] and words(None) == []\n'),
     ("ids",
      'def short_id(value, width=8):\n    """The first ``width`` characters of ``value`` as text."""\n'
@@ -72,7 +72,7 @@ HELPERS = (
       'def same_id(a, b, width=8):\n    """Whether ``a`` and ``b`` have the same short id."""\n'
       '    return short_id(a, width) == short_id(b, width)\n'),
      '\n\ndef test_short_id_width():\n    import pytest\n\n    with pytest.raises(ValueError):\n'
-     '        short_id("x", 0)\n\n\ndef test_same_id():\n'
+     '        short_id("x", 0)\n\n\ndef test_same_id():\n    from {pkg}.ids import same_id\n\n'
      '    assert same_id("abcdefgh1", "abcdefgh2") and not same_id("a", "b")\n'),
     ("clock",
      'def minutes(seconds):\n    """Whole minutes in ``seconds``."""\n    return int(seconds) // 60\n',
@@ -83,7 +83,7 @@ HELPERS = (
       'def hours(seconds):\n    """Whole hours in ``seconds`` (0 for a negative span)."""\n'
       '    return minutes(seconds) // 60\n'),
      '\n\ndef test_minutes_never_negative():\n    assert minutes(-5) == 0\n\n\n'
-     'def test_hours():\n    assert hours(7300) == 2 and hours(-1) == 0\n'),
+     'def test_hours():\n    from {pkg}.clock import hours\n\n    assert hours(7300) == 2 and hours(-1) == 0\n'),
 )
 
 
@@ -157,7 +157,7 @@ def _helper_commits(c: Candidate, rng: random.Random, what: str) -> list[tuple[s
     return [(f"{name}: add {name.replace('_', ' ')} helpers for {what}",
              lambda t: {mod: code, tpath: test.replace("{pkg}", pkg)}),
             (f"{name}: handle {words} in {what}",
-             lambda t: {mod: t[mod].replace(old, new), tpath: t[tpath] + more})]
+             lambda t: {mod: t[mod].replace(old, new), tpath: t[tpath] + more.replace("{pkg}", pkg)})]
 
 
 def _refactor(c: Candidate, path: str, test_path: str, what: str, area: str) -> tuple[str, Make]:
