@@ -132,9 +132,11 @@ def surface(task: str, seed: int = 0) -> Surface:
     """The fields of ``task`` as one episode (``seed``) shows them at the page."""
     from srelib.env.lookup import get_scenario
     from srelib.analysis.shortcuts import gather
+    from srelib.env.surface import EpisodeSurface, suite_key
 
     sc, ev = get_scenario(task), gather(task, seed)
-    s = Surface(task, sc.root_cause_service, sc.fault_class, sc.needs_fix, sc.bad_commit)
+    bad = EpisodeSurface(suite_key(), seed, sc.name).sha(sc.bad_commit) if sc.bad_commit else None
+    s = Surface(task, sc.root_cause_service, sc.fault_class, sc.needs_fix, bad)  # bad as shown
     minutes = {svc: [_minutes(d["timestamp"]) for d in ds] for svc, ds in ev.deploys.items()}
     page = max(m for ms in minutes.values() for m in ms) if any(minutes.values()) else 0
     newest = {svc: (ds[-1]["description"] if ds else "") for svc, ds in ev.deploys.items()}
