@@ -3,6 +3,7 @@
     srelib tasks [--suite generated]
     srelib tasks check srelib/env/scenario_data/memory_leak
     srelib tasks audit --suite generated
+    srelib tasks build --key FILE [--shapes DIR]
     srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
     srelib verify runs/h --key run.key
     srelib report runs/h
@@ -30,7 +31,7 @@ from srelib.commands.options import (MAX_IDLE_S, MAX_SEED, MAX_SEED_COUNT, MAX_S
 from srelib.commands.runs import cmd_eval, cmd_report, cmd_verify
 from srelib.commands.serve import cmd_serve
 from srelib.commands.swebench import cmd_swebench_export, cmd_swebench_grade
-from srelib.commands.tasks import cmd_tasks, cmd_tasks_audit, cmd_tasks_check
+from srelib.commands.tasks import cmd_tasks, cmd_tasks_audit, cmd_tasks_build, cmd_tasks_check
 from srelib.policies.registry import POLICY_CLASSES
 
 
@@ -88,6 +89,16 @@ def _parser() -> argparse.ArgumentParser:
                             "leave-one-task-out")
     audit.add_argument("--failures", action="store_true", help="print only the rows over the bar")
     audit.set_defaults(run=cmd_tasks_audit, parser=audit)
+    build = tasks_sub.add_parser(
+        "build", help="build the generated suite: the public one, or with --key a private suite "
+                      "whose every drawn value depends on a secret key (docs/private-suites.md)")
+    build.add_argument("--key", default=None, help="a private suite's key file (16 bytes or "
+                       "more; default: $SRELIB_SUITE_KEY, else the public suite)")
+    build.add_argument("--shapes", default=None, help="a folder of extra shape and family "
+                       "modules the private suite adds (kept by the evaluator)")
+    build.add_argument("--out", default=None, help="the private suite's folder (default: "
+                       "$SRELIB_SUITE_DIR, else the key file's name + '.suite')")
+    build.set_defaults(run=cmd_tasks_build, parser=build)
 
     ev = sub.add_parser("eval", parents=[grading], help="evaluate scripted policies on a grid of episodes")
     ev.add_argument("--policy", action="append", required=True, metavar="NAME",

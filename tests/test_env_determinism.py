@@ -89,3 +89,19 @@ def test_other_randomness_does_not_leak_in():
 def test_seeds_change_the_stream():
     streams = {"".join(episode_stream(srelib.IncidentEnv(), "memory_leak", "A", s)) for s in range(4)}
     assert len(streams) == 4
+
+
+def test_commit_shas_dates_and_authors_come_from_the_seed():
+    """What phase 2 shows of the history is drawn from the seed (and the suite key), not read
+    off the task's name: the same seed shows the same bytes, another seed other shas."""
+    def log(seed):
+        env = srelib.IncidentEnv()
+        obs, _ = env.reset(task="memory_leak", mode="p2_only", seed=seed)
+        out = env.step({"action_type": "get_git_log", "parameters": {"n_commits": 50}})[0]
+        return obs["bad_commit_sha"], out["action_result"]["commits"]
+
+    (bad, first), (bad_again, again), (_, other) = log(4), log(4), log(5)
+    assert (bad, first) == (bad_again, again)
+    assert bad in {c["sha"] for c in first}
+    assert {c["sha"] for c in first}.isdisjoint(c["sha"] for c in other)
+    assert [c["message"] for c in first] == [c["message"] for c in other]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from srelib.env.pools import HELDOUT_TASKS, TRAIN_TASKS
+from srelib.env.surface import EpisodeSurface, suite_key
 from srelib.env.lookup import get_scenario, load_repo
 from srelib.env.scenarios import TASKS
 from srelib.analysis.shortcuts import (MAX_HIT_RATE, RULES, TARGETS, format_rule_table, gather, is_hit,
@@ -38,8 +39,9 @@ def test_incidents_still_often_follow_a_deploy():
             continue
         for seed in range(5):
             ev = gather(task, seed)
+            bad = EpisodeSurface(suite_key(), seed, sc.name).sha(sc.bad_commit)  # as shown
             culprit = max((d[-1]["timestamp"], s) for s, d in ev.deploys.items()
-                          if s in sc.acceptable_services and d[-1]["commit_hash"] == sc.bad_commit)
+                          if s in sc.acceptable_services and d[-1]["commit_hash"] == bad)
             later += any(d and d[-1]["timestamp"] > culprit[0] for d in ev.deploys.values())
     assert later >= 10
 

@@ -62,12 +62,17 @@ def test_mask_hides_service_names_and_digits():
     assert mask("Deploy v2.3.1 of the api gateway and orders") == "Deploy v#.#.# of the <svc> and <svc>"
 
 
-def test_the_classic_suite_has_no_tell(capsys):
+def test_the_classic_suite_has_no_tell_but_its_diff_sizes(capsys):
     """Leave-one-task-out over the ten: the bad commit is no longer the third-oldest, the
-    culprit's notes are drawn like the others', the summary names services in no fixed place."""
-    assert main(["tasks", "audit", "--suite", "classic"]) == 0
+    culprit's notes are drawn like the others', the summary names services in no fixed place.
+    The commit-shape fields (issue 45) find one tell the hand-written histories still have:
+    their bad commits are the ones that remove lines (0.72 held-out). Until repo_data's
+    histories gain innocent commits that rewrite code, that row, and only it, is over."""
+    assert main(["tasks", "audit", "--suite", "classic"]) == 1
     out = capsys.readouterr().out
-    assert "| place from oldest [position] | bad commit |" in out and "TELL" not in out
+    assert "| place from oldest [position] | bad commit |" in out
+    tells = [line for line in out.splitlines() if line.endswith("| TELL |")]
+    assert [line.split(" | ")[0] for line in tells] == ["| lines removed [position]"], tells
 
 
 def test_the_generated_suite_audit_is_the_one_its_file_records():

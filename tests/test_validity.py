@@ -14,6 +14,7 @@ from srelib.env.grading import score_trajectory
 from srelib.env.pools import POOLS, oracle_belief
 from srelib.env.lookup import get_scenario, load_repo
 from srelib.env.scenarios import TASKS
+from srelib.env.surface import EpisodeSurface, suite_key
 from srelib.adversarial.cunning import (RELEASE_TAG, BlindRevertPolicy, MemoriseTrainPolicy,
                                          RewardProbePolicy, class_from_description, train_answers)
 from srelib.policies import call_reset
@@ -115,9 +116,10 @@ def test_pool_b_starts_in_phase_two_with_the_oracle_handoff(task):
     assert first["step"] == 0 and first["phase"] == 1 and first["effect"]["oracle"] is True
     assert first["effect"]["belief"] == asdict(oracle_belief(scenario))
     assert obs["file_tree"] == sorted(load_repo(scenario.repo).tree)
-    assert obs["bad_commit_sha"] in {c.sha for c in load_repo(scenario.repo).commits}
+    shown = EpisodeSurface(suite_key(), 1, scenario.name)  # what this episode shows of shas
+    assert obs["bad_commit_sha"] in {shown.sha(c.sha) for c in load_repo(scenario.repo).commits}
     if scenario.bad_commit:
-        assert obs["bad_commit_sha"] == scenario.bad_commit
+        assert obs["bad_commit_sha"] == shown.sha(scenario.bad_commit)
 
 
 def _seed_module():

@@ -84,13 +84,25 @@ class ReproposeBadCommitPolicy(AnswerKey, _Scripted):
 
     name = "repropose_bad_commit"
 
+    def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
+        super().reset(seed, task_name)
+        self._seed = seed
+
     def plan(self, phase, task_name, observation):
         if phase == 1:
             return [EMPTY_HANDOFF]
-        s = self.answer(task_name)
-        sha = s.bad_commit or load_repo(s.repo).commits[0].sha
+        s = self.answer(task_name)  # as the episode shows it (srelib.policies.oracle.hand_answer)
+        sha = s.bad_commit or _shown_head(s, self._seed)
         diff = (observation.get("action_result") or {}).get("diff", "")
         return [make_action(ActionType.GET_FILE_DIFF, commit_sha=sha), make_action(ActionType.PROPOSE_PATCH, diff=diff)]
+
+
+def _shown_head(scenario, seed: int | None) -> str:
+    """The sha the episode of ``seed`` shows for the newest commit of ``scenario``'s repository."""
+    from srelib.env.surface import EpisodeSurface, suite_key
+
+    head = load_repo(scenario.repo).commits[0].sha
+    return head if seed is None else EpisodeSurface(suite_key(), seed, scenario.name).sha(head)
 
 
 class AlertsUntilBudgetPolicy(_Scripted):

@@ -57,8 +57,9 @@ class Evidence:
 
 def gather(task: str, seed: int) -> Evidence:
     """Play ``view_alerts`` then every service's deploy history, metrics and logs in a fresh
-    episode."""
+    episode; the git log as that episode shows it (:class:`srelib.env.surface.EpisodeSurface`)."""
     from srelib.env.core import IncidentEnv
+    from srelib.env.surface import EpisodeSurface, suite_key
 
     pool = next((name for name, p in POOLS.items() if task in p.tasks and not p.oracle_handoff), None)
     env = IncidentEnv()  # a generated task is in no pool's classic list: play it joint
@@ -73,8 +74,9 @@ def gather(task: str, seed: int) -> Evidence:
     metrics = {s: run(ActionType.CHECK_METRICS, s)["metrics"] for s in SERVICES}
     logs = {s: run(ActionType.QUERY_LOGS, s)["logs"] for s in SERVICES}
     repo = load_repo(get_scenario(task).repo)
+    shown = EpisodeSurface(suite_key(), seed, get_scenario(task).name).commits(repo.commits)
     commits = tuple({"sha": c.sha, "author": c.author, "date": c.date, "message": c.message,
-                     "files": c.files, "diff": c.diff} for c in repo.commits)
+                     "files": c.files, "diff": c.diff} for c in shown)
     return Evidence(task, seed, obs["incident_title"], obs["incident_summary"], alerts, deploys,
                     metrics, commits, logs, obs["severity"])
 

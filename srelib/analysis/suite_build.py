@@ -30,6 +30,7 @@ from pathlib import Path
 
 from srelib.analysis.admission import audit_reasons, derived_test_reasons, gate_reasons
 from srelib.analysis.gate import POLICY_FOLDER
+from srelib.env.surface import key_id
 from srelib.env.taskgen import cache, suite
 from srelib.env.taskgen.family_lib import FAMILIES
 from srelib.env.taskgen.recipes import split_of
@@ -111,11 +112,13 @@ def write_suite_file(report: SuiteReport) -> Path:
                          "'srelib tasks audit --suite generated' for the table")
     cards = {task: card(task, info) for task, info in sorted(report.tasks.items())}
     body = {"generator": cache.generator_key(), "gate": gate_key(), "digest": card_digest(cards),
+            "key": key_id(),
             "candidates": report.candidates, "tasks": cards,
             "rejected": {k: sorted(v) for k, v in sorted(report.rejected.items())},
             "tells": report.tells}
-    suite.SUITE_FILE.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return suite.SUITE_FILE
+    path = suite.suite_file()
+    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
 
 
 def rebuild(workers: int = WORKERS) -> Path:
@@ -130,4 +133,4 @@ def rebuild(workers: int = WORKERS) -> Path:
 if __name__ == "__main__":
     from srelib.analysis import suite_build  # the module the gate's worker processes import
 
-    print(suite_build.rebuild(), cache.DIGEST_FILE)
+    print(suite_build.rebuild(), cache.digest_file())

@@ -19,6 +19,13 @@ held-out tasks:
   off-list deploy note) is caught too. The candidate with the highest rate is predicted; a
   tie among k candidates counts 1/k when the answer is among them.
 
+Commit fields include each commit's *shape*: the files it touches, whether it touches a module
+with its own test, the lines it adds and removes (in powers of two), its subject's template with
+the repository's names masked, and where it sits among the commits that touch a module with its
+test. :func:`learned_commit_rows` fits a model (scikit-learn's gradient-boosted trees) over all
+of them at once, with how often train commits share the template, so a tell that only a
+combination of shapes carries is caught too.
+
 Chance is 1/7 for the service, the mean of 1/commits for the bad commit, 0.5 for no-fault and,
 for the fault class, the better of 1/classes and the held-out share of the train's commonest
 class. A row passes when its held-out rate is at most :data:`MAX_RATE` and at most
@@ -110,6 +117,10 @@ FIELDS = (
     ("commit body", "masked", "commit"), ("commit files", "masked", "commit"),
     ("commit author", "exact", "commit"), ("place from oldest", "position", "commit"),
     ("place from newest", "position", "commit"),
+    ("files touched", "position", "commit"), ("test with its module", "position", "commit"),
+    ("lines added", "position", "commit"), ("lines removed", "position", "commit"),
+    ("message template", "masked", "commit"),
+    ("module-and-test rank from newest", "position", "commit"),
 )
 
 
@@ -121,9 +132,11 @@ def surface(task: str, seed: int = 0) -> Surface:
     """The fields of ``task`` as one episode (``seed``) shows them at the page."""
     from srelib.env.lookup import get_scenario
     from srelib.analysis.shortcuts import gather
+    from srelib.env.surface import EpisodeSurface, suite_key
 
     sc, ev = get_scenario(task), gather(task, seed)
-    s = Surface(task, sc.root_cause_service, sc.fault_class, sc.needs_fix, sc.bad_commit)
+    bad = EpisodeSurface(suite_key(), seed, sc.name).sha(sc.bad_commit) if sc.bad_commit else None
+    s = Surface(task, sc.root_cause_service, sc.fault_class, sc.needs_fix, bad)  # bad as shown
     minutes = {svc: [_minutes(d["timestamp"]) for d in ds] for svc, ds in ev.deploys.items()}
     page = max(m for ms in minutes.values() for m in ms) if any(minutes.values()) else 0
     newest = {svc: (ds[-1]["description"] if ds else "") for svc, ds in ev.deploys.items()}
@@ -173,10 +186,52 @@ def surface(task: str, seed: int = 0) -> Surface:
         _key("commit author", "exact"): [c["author"] for c in commits],
         _key("place from oldest", "position"): [str(k) for k in range(n)],
         _key("place from newest", "position"): [str(n - 1 - k) for k in range(n)],
+        **_shape_fields(commits),
     }
     s.task_fields, s.service_fields, s.commit_fields = t, per, com
     s.commits = [c["sha"] for c in commits]
     return s
+
+
+def commit_shape(commit: dict) -> dict:
+    """A commit's shape: ``files`` touched, ``with_test`` (a module and its own test),
+    ``added`` and ``removed`` lines of its diff."""
+    files = list(commit["files"])
+    modules = {f.rsplit("/", 1)[-1][:-3] for f in files if f.endswith(".py") and not f.startswith("tests/")}
+    tested = {f.rsplit("/", 1)[-1][5:-3] for f in files if f.startswith("tests/test_")}
+    lines = commit.get("diff", "").splitlines()
+    added = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
+    removed = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
+    return {"files": len(files), "with_test": bool(modules & tested), "added": added,
+            "removed": removed}
+
+
+def mask_names(text: str, names) -> str:
+    """``text`` :func:`mask`-ed, with each of ``names`` (and its words) as ``<name>``."""
+    words = sorted({w for name in names for w in (name, *name.split("_"), name.replace("_", " "))
+                    if len(w) > 2}, key=len, reverse=True)
+    if words:
+        text = re.sub(r"\b(" + "|".join(map(re.escape, words)) + r")\b", "<name>", text)
+    return mask(text)
+
+
+def _shape_fields(commits: list[dict]) -> dict:
+    """The shape fields of ``commits`` (oldest first), keyed as :data:`FIELDS` names them."""
+    shapes = [commit_shape(c) for c in commits]
+    names = {part[:-3] if part.endswith(".py") else part for c in commits for f in c["files"]
+             for part in f.split("/")}
+    names |= {part[5:] for part in names if part.startswith("test_")}
+    ranked = [k for k in range(len(commits) - 1, -1, -1) if shapes[k]["with_test"]]
+    return {
+        _key("files touched", "position"): [str(x["files"]) for x in shapes],
+        _key("test with its module", "position"): [str(x["with_test"]) for x in shapes],
+        _key("lines added", "position"): [str(x["added"].bit_length()) for x in shapes],
+        _key("lines removed", "position"): [str(x["removed"].bit_length()) for x in shapes],
+        _key("message template", "masked"): [mask_names(c["message"].split("\n", 1)[0], names)
+                                              for c in commits],
+        _key("module-and-test rank from newest", "position"): [
+            str(ranked.index(k)) if k in ranked else "-" for k in range(len(commits))],
+    }
 
 
 def _minutes(timestamp: str) -> int:
@@ -294,11 +349,71 @@ def audit_surfaces(train: list[Surface], test: list[Surface] | None = None) -> l
     return rows
 
 
+# ─────────────────────────────────────────────────────────────── the learned model
+#: The commit fields the learned model reads, as numbers (the template by its train count).
+_NUMERIC = ("files touched", "test with its module", "lines added", "lines removed",
+            "place from oldest", "place from newest")
+
+
+def _commit_rows(s: Surface, templates: Counter) -> list[list[float]]:
+    """One feature vector per commit of ``s`` (oldest first)."""
+    f = s.commit_fields
+    n = len(s.commits)
+    rank = f[_key("module-and-test rank from newest", "position")]
+    out = []
+    for k in range(n):
+        row = [float(f[_key(name, "position")][k] == "True") if name == "test with its module"
+               else float(f[_key(name, "position")][k]) for name in _NUMERIC]
+        row += [float(n), -1.0 if rank[k] == "-" else float(rank[k]),
+                float(templates[f[_key("message template", "masked")][k]])]
+        out.append(row)
+    return out
+
+
+def learned_commit_rows(train: list[Surface], test: list[Surface]) -> list[dict]:
+    """The learned model's audit row: gradient-boosted trees (scikit-learn) fitted on the
+    commits of ``train``'s fault tasks (bad or not) over every commit-shape field, predicting
+    the held-out tasks' bad commit as the one it scores highest. Its ``rate``, ``chance``,
+    ``bar`` and ``passes`` are as :func:`audit_surfaces` reports them.
+
+    Raises:
+        srelib.extras.MissingExtra: scikit-learn is not installed (``pip install 'srelib[dev]'``).
+    """
+    from srelib.extras import require
+
+    ensemble = require("sklearn.ensemble", "the tell audit's learned model")
+    train = [s for s in train if s.bad_commit]
+    test = [s for s in test if s.bad_commit]
+    if not train or not test:
+        raise ValueError("the learned model needs fault tasks on both sides")
+    templates = Counter(t for s in train for t in s.commit_fields[_key("message template", "masked")])
+    x, y = [], []
+    for s in train:
+        x += _commit_rows(s, templates)
+        y += [int(s.bad_commit.startswith(sha[:7])) for sha in s.commits]
+    model = ensemble.HistGradientBoostingClassifier(max_iter=150, random_state=0).fit(x, y)
+    hits = []
+    for s in test:
+        scores = list(model.predict_proba(_commit_rows(s, templates))[:, 1])
+        top = [sha for sha, p in zip(s.commits, scores) if p == max(scores)]
+        hits.append(sum(s.bad_commit.startswith(sha[:7]) for sha in top) / len(top))
+    rate = sum(hits) / len(hits)
+    chance = _chance(train, test, "bad_commit")
+    bar = min(MAX_RATE, chance + MAX_OVER_CHANCE)
+    return [{"field": "commit shape [learned]", "target": "bad_commit", "rate": round(rate, 3),
+             "chance": round(chance, 3), "bar": round(bar, 3), "passes": rate <= bar + 1e-9}]
+
+
 # ───────────────────────────────────────────────────────────────────── the suites
 def audit_tasks(train: list[str], heldout: list[str], seeds=SEEDS) -> list[dict]:
-    """The audit rows of a suite split into ``train`` and ``heldout`` task ids."""
-    return audit_surfaces([surface(t, seed) for t in train for seed in seeds],
-                          [surface(t, seed) for t in heldout for seed in seeds])
+    """The audit rows of a suite split into ``train`` and ``heldout`` task ids, the learned
+    commit model's (:func:`learned_commit_rows`) among them."""
+    fit = [surface(t, seed) for t in train for seed in seeds]
+    held = [surface(t, seed) for t in heldout for seed in seeds]
+    rows = audit_surfaces(fit, held)
+    if any(s.bad_commit for s in fit) and any(s.bad_commit for s in held):
+        rows += learned_commit_rows(fit, held)
+    return rows
 
 
 def classic_surfaces(seeds=CLASSIC_SEEDS) -> list[Surface]:

@@ -1,8 +1,13 @@
 """``srelib tasks``: list the tasks and pools (or the generated suite), check a scenario folder,
-and audit single-field tells."""
+audit single-field tells, and build the public or a private keyed suite."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from srelib.commands.options import quoted
@@ -55,3 +60,37 @@ def cmd_tasks_audit(args) -> int:
     print(f"\n{args.suite} suite: {len(rows)} predictors, {len(found)} over the bar "
           f"(held-out rate <= {min(r['bar'] for r in rows):.2f}..{max(r['bar'] for r in rows):.2f})")
     return 1 if found else 0
+
+
+def cmd_tasks_build(args) -> int:
+    """``srelib tasks build [--key FILE] [--shapes DIR] [--out DIR]``: the suite, built in a
+    fresh process (the key is read once per process): the public one into the package, a
+    private one into its folder with its own digests, audit and private shapes."""
+    from srelib.env.surface import DIR_VARIABLE, KEY_VARIABLE, read_key_file
+
+    env = dict(os.environ)
+    key = args.key or env.get(KEY_VARIABLE)
+    if args.shapes and not key:
+        raise ValueError("--shapes adds modules to a private suite: give --key FILE too")
+    if key:
+        read_key_file(key)  # ValueError: unreadable or too short
+        out = Path(args.out or env.get(DIR_VARIABLE) or key + ".suite")
+        shapes = out / "shapes"
+        if args.shapes:
+            source = Path(args.shapes)
+            if not source.is_dir():
+                raise ValueError(f"--shapes {quoted(args.shapes)} is not a folder")
+            shutil.rmtree(shapes, ignore_errors=True)
+            shapes.mkdir(parents=True)
+            for module in sorted(source.glob("*.py")):
+                shutil.copy2(module, shapes / module.name)
+        out.mkdir(parents=True, exist_ok=True)
+        env.update({KEY_VARIABLE: str(Path(key).resolve()), DIR_VARIABLE: str(out.resolve())})
+    else:
+        env.pop(KEY_VARIABLE, None)
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "srelib.analysis.suite_build"], env=env)
+    if run.returncode != 0:
+        return run.returncode
+    print(f"built in {time.perf_counter() - start:.0f} s")
+    return 0

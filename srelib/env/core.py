@@ -21,6 +21,7 @@ from .pools import oracle_belief, reset_choices
 from .lookup import get_scenario, in_memory, load_repo
 from .scenarios import MAX_STEPS, Scenario
 from .spec import EpisodeSpec
+from .surface import EpisodeSurface, suite_key
 from .task_ids import task_id
 from .types import EnvState, Observation, Phase, StepRecord
 
@@ -160,7 +161,9 @@ class IncidentEnv:
         drawn = candidates[rng.randrange(len(candidates))]  # drawn even when given: one stream
         task = named or drawn
         self.scenario = scenario = get_scenario(task)
-        self._infra = infra = Infrastructure(scenario, rng)
+        # what this episode shows of commit and deploy shas and authors: seed and suite key
+        self._surface = EpisodeSurface(suite_key(), seed, scenario.name)
+        self._infra = infra = Infrastructure(self._surface.scenario(scenario), rng)
         self._ops = Operations(infra)
         self._task, self._pool, self._seed = scenario.name, pool, seed
         self._task_id = task_id(scenario.name)  # what info (and so every agent) is shown
@@ -381,14 +384,16 @@ class IncidentEnv:
 
         ``bad_commit_sha`` is the suspected service's latest deploy as it stood when the page
         arrived (a rollback during the episode does not move it), if that sha is a commit of
-        the repository; otherwise None.
+        the repository; otherwise None. The repository's commits are shown as the episode's
+        surface draws them (:class:`~.surface.EpisodeSurface`).
         """
         try:
             from .lookup import load_repo
             from .workspace import Workspace
         except ImportError as exc:
             return f"phase 2 is unavailable: {exc}"
-        repo = load_repo(self._require_scenario().repo)
+        stored = load_repo(self._require_scenario().repo)
+        repo = stored.with_commits(self._surface.commits(stored.commits))
         shas = repo.shas
         bad = None
         if belief.suspected_service in SERVICES:

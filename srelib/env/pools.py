@@ -7,11 +7,13 @@ its classic tasks, the ones drawn when a reset names no task.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .belief import BeliefState
 from .catalog import list_tasks, parse_suite, resolve_tasks, split_of
 from .scenarios import Scenario
+from .surface import is_public, keyed
 
 MODES: tuple[str, ...] = ("p1_only", "p2_only", "joint")
 TRAIN_TASKS: tuple[str, ...] = tuple(list_tasks("classic", "train"))
@@ -72,7 +74,7 @@ def reset_choices(task: str | None, pool: str | None) -> tuple[str | None, tuple
         split = POOLS[pool].split if pool is not None else (suite[1] or "train")
         if suite[1] not in (None, split):
             raise ValueError(f"{task!r} has no task in pool {pool} (its split is {split!r})")
-        return None, tuple(resolve_tasks(task, split))
+        return None, _keyed_order(tuple(resolve_tasks(task, split)))
     candidates = POOLS[pool].tasks if pool is not None else TRAIN_TASKS
     if task is not None:
         if pool is None:
@@ -81,6 +83,13 @@ def reset_choices(task: str | None, pool: str | None) -> tuple[str | None, tuple
             raise ValueError(f"task {task!r} is not in pool {pool} ({POOLS[pool].split} tasks); "
                              f"its classic tasks: {list(candidates)}")
     return task, candidates
+
+
+@functools.lru_cache(maxsize=64)  # one entry a suite spec and split
+def _keyed_order(tasks: tuple[str, ...]) -> tuple[str, ...]:
+    """``tasks`` in the order a seeded draw indexes them: as listed on the public suite, by a
+    keyed hash on a private one, so which seed plays which task depends on the key."""
+    return tasks if is_public() else tuple(sorted(tasks, key=lambda t: keyed("draw\0" + t)))
 
 
 def oracle_belief(scenario: Scenario) -> BeliefState:

@@ -10,6 +10,7 @@ every fix diff applies to the final tree.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
@@ -129,6 +130,15 @@ class Repo:
         """The reference fix as a unified diff against the tree (None: no change is needed)."""
         fixed = self.fixed_tree(task)
         return None if fixed is None else unified_diff(self.tree, fixed)
+
+    def with_commits(self, commits: tuple[Commit, ...]) -> "Repo":
+        """This repository with ``commits`` (newest first) in place of its own: what one
+        episode shows of them (the tree, paths and folders are shared, not worked out again)."""
+        view = dataclasses.replace(self, commits=tuple(commits))
+        for name in ("paths", "folders"):
+            if name in self.__dict__:
+                view.__dict__[name] = self.__dict__[name]
+        return view
 
     def commit(self, sha_prefix: str) -> Commit | None:
         """The one commit whose sha starts with ``sha_prefix`` (None: no match or ambiguous)."""

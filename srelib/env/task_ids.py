@@ -5,9 +5,11 @@ generated ``<family>.<service>.<site>``) and an *opaque id* that everything an a
 run sees carries instead: ``c-`` (classic) or ``g-`` (generated) and eight hex digits of a keyed
 hash (HMAC-SHA256) of the name. The id has no structure to parse: its digits are uniform, not
 derived from any field of the task. The hash is keyed and stable (the same name gives the same
-id in every process and release), so stored runs keep their ids; it is not a secret, since
-anyone holding srelib can map every name to its id and read the task's card, as analyses do.
-What it rules out is an agent learning the answer from the string it is handed.
+id in every process and release), so stored runs keep their ids. On the public suite it is not
+a secret, since anyone holding srelib can map every name to its id and read the task's card, as
+analyses do; what it rules out is an agent learning the answer from the string it is handed. On
+a private suite (:mod:`.surface`: ``SRELIB_SUITE_KEY``) the hash is keyed by the suite's key,
+so without the key file no id can be mapped to its task.
 
 :func:`resolve` takes an id or a name and gives the name; :func:`task_id` gives the id;
 :func:`public_name` is what tables show (the classic name, or the id of a generated task);
@@ -22,6 +24,7 @@ import hmac
 import re
 from . import taskgen
 from .scenarios import TASKS, is_classic, unknown_task_message
+from .surface import is_public, keyed
 
 _KEY = b"srelib opaque task ids, v1"
 _DIGITS = 8
@@ -35,7 +38,9 @@ def is_opaque(value: object) -> bool:
 
 @functools.lru_cache(maxsize=4096)  # a few hundred tasks; every reset asks for one
 def _digest(name: str) -> str:
-    return hmac.new(_KEY, name.encode(), hashlib.sha256).hexdigest()[:_DIGITS]
+    if is_public():
+        return hmac.new(_KEY, name.encode(), hashlib.sha256).hexdigest()[:_DIGITS]
+    return keyed("task id\0" + name).hex()[:_DIGITS]
 
 
 def task_id(task: str) -> str:

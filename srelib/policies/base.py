@@ -70,7 +70,7 @@ def call_reset(policy: Any, seed: int | None = None, task_name: str | None = Non
     ``needs_answer`` is then handed the task's scenario (:mod:`srelib.policies.oracle`).
     """
     _reset(policy, seed, task_name)
-    hand_answer(policy, task_name)
+    hand_answer(policy, task_name, seed)
 
 
 def _reset(policy: Any, seed: int | None, task_name: str | None) -> None:

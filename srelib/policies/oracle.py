@@ -18,14 +18,21 @@ def needs_answer(policy: Any) -> bool:
     return getattr(policy, "needs_answer", False) is True
 
 
-def hand_answer(policy: Any, task: str | None) -> None:
-    """Hand ``task``'s scenario to ``policy`` if it declares that it needs the answer."""
+def hand_answer(policy: Any, task: str | None, seed: int | None = None) -> None:
+    """Hand ``task``'s scenario to ``policy`` if it declares that it needs the answer: with
+    ``seed``, as that episode shows it (its bad commit's sha is the one the episode's git log
+    shows: :class:`srelib.env.surface.EpisodeSurface`)."""
     receive = getattr(policy, "receive_answer", None)
     if task is None or not needs_answer(policy) or not callable(receive):
         return
     from srelib.env.lookup import get_scenario
 
-    receive(task, get_scenario(task))
+    scenario = get_scenario(task)
+    if seed is not None:
+        from srelib.env.surface import EpisodeSurface, suite_key
+
+        scenario = EpisodeSurface(suite_key(), seed, scenario.name).scenario(scenario)
+    receive(task, scenario)
 
 
 class AnswerKey:

@@ -54,8 +54,10 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
 _ENDS_PHASE2 = (ActionType.PROPOSE_PATCH.value, ActionType.DECLARE_NO_CHANGE.value)
 
 
-def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The localisation columns of one episode (see the module doc)."""
+def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
+                 seed: int | None = None) -> dict[str, Any]:
+    """The localisation columns of one episode (see the module doc); with the episode's
+    ``seed``, the bad commit is known by the sha that episode showed."""
     from srelib.env.bug_site import bug_site
     from srelib.env.pools import MODES
     from srelib.env.lookup import get_scenario
@@ -66,7 +68,14 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]]) -> 
     if mode != "p2_only":
         columns.update(phase1_columns(get_scenario(task).root_cause_service, records))
     if mode != "p1_only":
-        columns.update(phase2_columns(bug_site(task), records))
+        site = bug_site(task)
+        if seed is not None and site.bad_commit:
+            from dataclasses import replace
+            from srelib.env.surface import EpisodeSurface, suite_key
+
+            shown = EpisodeSurface(suite_key(), seed, get_scenario(task).name).sha(site.bad_commit)
+            site = replace(site, bad_commit=shown)
+        columns.update(phase2_columns(site, records))
     return columns
 
 

@@ -166,7 +166,7 @@ class Episode:
         """The episode's localisation columns (:mod:`srelib.results.localisation`; analysis only)."""
         from srelib.results.localisation import localisation
 
-        return localisation(self.task, self.mode, self.steps)
+        return localisation(self.task, self.mode, self.steps, self.seed)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

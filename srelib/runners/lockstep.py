@@ -56,7 +56,7 @@ def run_lockstep(policy: Any, jobs: Sequence, *, max_steps: int | None = None,
     if callable(reset_batch):
         reset_batch([(run.seed, run.task) for run in started])
         for run in started:
-            hand_answer(policy, run.task)
+            hand_answer(policy, run.task, run.seed)
     elif started:
         call_reset(policy, started[0].seed, started[0].task)
     while True:

@@ -29,6 +29,8 @@ from typing import Any
 from pathlib import Path
 from typing import Callable, Iterator
 
+from srelib.env.surface import key_id, suite_dir
+
 from .recipes import GENERATOR_VERSION
 
 DIGEST_FILE = Path(__file__).with_name("suite_digest.json")
@@ -47,8 +49,25 @@ def _source_digest() -> str:
 
 
 def generator_key() -> str:
-    """This generator: its version and source digest (the cache folder's name)."""
-    return f"{GENERATOR_VERSION}-{_source_digest()}"
+    """This generator: its version and source digest (the cache folder's name), and on a private
+    suite the key's id and a digest of its private shape modules."""
+    public = f"{GENERATOR_VERSION}-{_source_digest()}"
+    return public if suite_dir() is None else f"{public}-{key_id()}-{_private_digest()}"
+
+
+def _private_digest() -> str:
+    from .shape_lib import private_sources
+
+    digest = hashlib.sha256()
+    for name, text in private_sources():
+        digest.update(name.encode() + b"\0" + text)
+    return digest.hexdigest()[:8]
+
+
+def digest_file() -> Path:
+    """The digests this process trusts: :data:`DIGEST_FILE`, or a private suite's."""
+    folder = suite_dir()
+    return DIGEST_FILE if folder is None else folder / "suite_digest.json"
 
 
 def _root() -> Path:
@@ -64,7 +83,7 @@ def cache_dir() -> Path:
 def _packaged() -> dict[str, str] | None:
     """The packaged digests of this generator's entries; None if they are for another one."""
     try:
-        data = json.loads(DIGEST_FILE.read_text(encoding="utf-8"))
+        data = json.loads(digest_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data.get("entries") if data.get("generator") == generator_key() else None
@@ -90,7 +109,7 @@ def _unverified(name: str, path: Path, data: bytes) -> tuple[str, str] | None:
             return "untrusted", f"{place}: {problem}"
     packaged = _packaged()
     if packaged is None:
-        return "stale", (f"{DIGEST_FILE} holds no digests for generator {generator_key()} "
+        return "stale", (f"{digest_file()} holds no digests for generator {generator_key()} "
                          "(python -m srelib.analysis.suite_build writes them)")
     if packaged.get(name) != hashlib.sha256(data).hexdigest():
         return "tampered", "its content is not what this generator makes (tampered or corrupt)"
@@ -150,7 +169,7 @@ def write(name: str, value: object) -> None:
 
 def _write_digest_file() -> None:
     entries = dict(sorted(_WRITTEN.items()))
-    DIGEST_FILE.write_text(json.dumps({"generator": generator_key(), "entries": entries}, indent=0,
+    digest_file().write_text(json.dumps({"generator": generator_key(), "entries": entries}, indent=0,
                                       sort_keys=True) + "\n", encoding="utf-8")
     _packaged.cache_clear()
 

@@ -1,20 +1,19 @@
 """Recipes: a candidate task is (family, culprit service, bug site); this module builds it.
 
 A site is a shape of the family instantiated for one of the service's nouns (``quote_lru``).
-From the candidate id alone, and a seeded stream derived from it, come:
+From the candidate id and the suite key (:mod:`srelib.env.surface`), through seeded streams
+derived from them, come:
 
-* the repository history (:func:`history`): the service's base, an innocent commit that adds
-  the site's working component, the commit that ships a feature and carries the bug (for the
-  no-fault family: the feature alone) and two innocent commits drawn before or after it, so
-  the bad one sits anywhere from third-oldest to newest; every body is drawn alike;
-* the files of the reference fix (the bug's inverse, feature kept) and the hidden tests;
+* the repository history (:func:`.commits.history`, built from :class:`History` here): the
+  base, the site's component, the feature commit that carries the bug and innocent commits of
+  the same shapes around it; the files of the reference fix and the hidden tests;
 * the incident (:func:`scenario_raw`): the family's signature on the culprit and its callers,
   the culprit's deploys (older ones routine, as ``infra`` draws every service's), one or two
   other services deploying in the same window, a page (title, summary, severity) drawn from
   symptoms several families share, and the answer. No surface field tells the culprit, the
   class or the bad commit on its own (:mod:`srelib.analysis.tell_audit` checks).
 
-Everything is a pure function of GENERATOR_VERSION and the id: no ``hash()`` of strings, no
+Everything is a pure function of GENERATOR_VERSION, the suite key and the id: no ``hash()`` of strings, no
 set ordering, no clock.
 """
 
@@ -23,9 +22,9 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import Callable
 
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES
+from srelib.env.surface import is_public, keyed
 from srelib.env.deploy_notes import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES,
                                      FIRST_NOTE_CHOICES, NOTE_CHOICES, feature_note, routine_note)
 
@@ -61,9 +60,17 @@ class Candidate:
         return f"gen.{self.task_id}"
 
 
+def _stream_digest(text: str) -> bytes:
+    """The digest a drawn value of ``text`` comes from: keyed by the suite key
+    (:mod:`srelib.env.surface`; the public suite's streams are the plain SHA-256 they always
+    were)."""
+    return hashlib.sha256(text.encode()).digest() if is_public() else keyed("taskgen\0" + text)
+
+
 def rng_for(task_id: str, purpose: str) -> random.Random:
-    """A stream seeded from the generator version, the id and a purpose (stable everywhere)."""
-    digest = hashlib.sha256(f"{GENERATOR_VERSION}:{task_id}:{purpose}".encode()).digest()
+    """A stream seeded from the suite key, the generator version, the id and a purpose
+    (stable everywhere)."""
+    digest = _stream_digest(f"{GENERATOR_VERSION}:{task_id}:{purpose}")
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
@@ -133,106 +140,16 @@ class History:
     feature: str
 
 
-def _sha(task_id: str, k: int) -> str:
-    return hashlib.sha256(f"{GENERATOR_VERSION}:{task_id}:commit:{k}".encode()).hexdigest()[:7]
+def sha_for(task_id: str, k: int) -> str:
+    """The stored sha of a candidate's ``k``-th commit (keyed by the suite key)."""
+    return _stream_digest(f"{GENERATOR_VERSION}:{task_id}:commit:{k}").hex()[:7]
 
 
-def _module_path(shape: Shape, c: Candidate) -> str:
+def module_path(shape: Shape, c: Candidate) -> str:
+    """Where the site's module lives in the candidate's repository."""
     if shape.module.startswith("common/"):
         return shape.module
     return f"{BASES[c.service].package}/{fill(shape.module, c.noun, c.plural, '')}"
-
-
-#: Commit bodies, drawn alike for every commit after the base: none says whether it changes
-#: behaviour.
-_BODIES = ("", "", "With tests.", "Follow-up from review.", "Small change; see the diff.",
-           "Part of this sprint's {area} work.")
-
-
-def _innocent_commits(c: Candidate, tree: dict, rng: random.Random, what: str, path: str,
-                      area: str) -> list[tuple[str, Callable[[dict], dict]]]:
-    """Two innocent commits to place around the bad one, each ``(subject, make files)``: a
-    README line, a note in the site's module, an export list, a logger, a test; at most one edit
-    of core. Each edit is made to the tree as it stands when it lands."""
-    base = BASES[c.service]
-    core_path = f"{base.package}/core.py"
-    core = tree[core_path]
-    func = next(line[4:].split("(", 1)[0] for line in core.splitlines() if line.startswith("def "))
-    doc_end = core.index('"""', 3) + 3
-    first_def = core.index("\n\n\ndef ")
-    kinds = {
-        "readme": ("readme: describe " + what,
-                   lambda t: {"README.md": t["README.md"] + f"\nIt also holds {what}.\n"}),
-        "note": (f"{area}: note where {what} is used",
-                 lambda t: {path: t[path] + f"\n\n# {what}: used by {base.package}.core callers\n"}),
-        "exports": (f"core: export {func} explicitly",
-                    lambda t: {core_path: core[:doc_end] + f'\n\n__all__ = ["{func}"]' + core[doc_end:]}),
-        "logger": ("core: add a module logger",
-                   lambda t: {core_path: core[:doc_end] + "\n\nimport logging" + core[doc_end:first_def]
-                              + "\n\nLOG = logging.getLogger(__name__)" + core[first_def:]}),
-        "tests": (f"tests: check that {base.package}.core imports cleanly",
-                  lambda t: {"tests/test_core.py": t["tests/test_core.py"]
-                             + f"\n\ndef test_core_imports():\n    import {base.package}.core  # noqa: F401\n"}),
-    }
-    plans = (("readme", "exports"), ("tests", "logger"), ("note", "readme"), ("exports", "readme"),
-             ("tests", "note"), ("note", "exports"), ("readme", "tests"), ("logger", "note"),
-             ("readme", "logger"), ("tests", "exports"))
-    return [kinds[k] for k in plans[rng.randrange(len(plans))]]
-
-
-def history(c: Candidate) -> History:
-    """The candidate's repository (see the module doc): the base, the component, then the bad
-    commit with the innocent commits drawn before or after it, so the bad one may sit anywhere
-    from third-oldest to newest."""
-    family, shape, base = FAMILIES[c.family], SHAPES[c.shape], BASES[c.service]
-    rng = rng_for(c.task_id, "history")
-    path = _module_path(shape, c)
-    area = path.rsplit("/", 1)[-1][:-3]
-
-    def f(text: str) -> str:
-        return fill(text, c.noun, c.plural, base.package)
-
-    what, feature = f(shape.what), f(shape.feature)
-    test_path = f"tests/test_{area}.py"
-    component = {path: f(shape.source), test_path: f(shape.tests)}
-    if path.startswith("common/"):
-        component["common/__init__.py"] = '"""Helpers vendored from the shared platform library."""\n'
-    tree = dict(base.files())
-    steps = [(f"core: initial {c.service.replace('_', ' ')} service", base.files())]
-    tree.update(component)
-    steps.append((f"{area}: add {what}", component))
-    innocent = _innocent_commits(c, tree, rng, what, path, area)
-    before = rng.randrange(len(innocent) + 1)
-    for subject, make in innocent[:before]:
-        files = make(tree)
-        steps.append((subject, files))
-        tree.update(files)
-    shipped = f(shape.bad() if family.needs_fix else shape.good)
-    change = {path: shipped, test_path: tree[test_path] + f(shape.feature_tests)}
-    steps.append((f"{area}: {feature}", change))
-    tree.update(change)
-    bad_index = len(steps) - 1
-    for subject, make in innocent[before:]:
-        files = make(tree)
-        steps.append((subject, files))
-        tree.update(files)
-    dates = [f"2024-12-{rng.randrange(1, 20):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z",
-             f"2025-01-{rng.randrange(2, 9):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z"]
-    dates += [f"2025-01-{10 + k}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z"
-              for k in range(bad_index - 2)]
-    dates.append(f"2025-01-15T12:{rng.randrange(10, 40):02d}:00Z")
-    dates += [f"2025-01-15T13:{10 + 9 * k + rng.randrange(8):02d}:00Z"
-              for k in range(len(steps) - bad_index - 1)]
-    bodies = [f"{base.description}\n\nThe package, its domain module and their tests."] + [_BODIES[rng.randrange(len(_BODIES))].replace("{area}", area)
-                              for _ in steps[1:]]
-    commits = tuple(
-        CommitSpec(_sha(c.task_id, k), AUTHORS[rng.randrange(len(AUTHORS) - 2)], dates[k],
-                   subject + (f"\n\n{body}" if body else ""), tuple(sorted(files.items())))
-        for k, ((subject, files), body) in enumerate(zip(steps, bodies)))
-    fix = ((path, f(shape.good)),) if family.needs_fix else None
-    hidden = f"test_{area}.py"
-    return History(commits, bad_index, fix, ((hidden, f(shape.probes)),), ((hidden, f(shape.checks)),),
-                   path, feature)
 
 
 # ─────────────────────────────────────────────────────────────────────── the incident

@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from srelib.env.surface import suite_dir
+
 from . import cache
 from .tasks import _candidates
 
@@ -51,24 +53,33 @@ class SuiteReport:
         return len(self.tasks) / self.candidates if self.candidates else 0.0
 
 
+def suite_file() -> Path:
+    """The suite file this process plays: :data:`SUITE_FILE`, or a private suite's
+    (:func:`srelib.env.surface.suite_dir`)."""
+    folder = suite_dir()
+    return SUITE_FILE if folder is None else folder / "suite.json"
+
+
 def card_digest(cards: dict) -> str:
     """The SHA-256 of a suite file's task cards, as its ``digest`` records it."""
     return hashlib.sha256(json.dumps(cards, sort_keys=True).encode()).hexdigest()
 
 
 def _packaged() -> SuiteReport:
-    """The report :data:`SUITE_FILE` holds; ValueError naming :data:`REBUILD` when the file is
+    """The report :func:`suite_file` holds; ValueError naming :data:`REBUILD` when the file is
     missing, another generator's, or its cards do not match its digest."""
+    path = suite_file()
+    rebuild = REBUILD if path == SUITE_FILE else "srelib tasks build --key FILE"
     try:
-        raw = json.loads(SUITE_FILE.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"{SUITE_FILE} cannot be read ({exc}); {REBUILD} rewrites it") from None
+        raise ValueError(f"{path} cannot be read ({exc}); {rebuild} writes it") from None
     if raw.get("generator") != cache.generator_key():
-        raise ValueError(f"{SUITE_FILE} was written by generator {raw.get('generator')!r}, not by "
-                         f"this one ({cache.generator_key()}); {REBUILD} rewrites it")
+        raise ValueError(f"{path} was written by generator {raw.get('generator')!r}, not by "
+                         f"this one ({cache.generator_key()}); {rebuild} rewrites it")
     if card_digest(raw["tasks"]) != raw["digest"]:
-        raise ValueError(f"{SUITE_FILE}: its task cards do not match its digest (edited by hand?); "
-                         f"{REBUILD} rewrites it")
+        raise ValueError(f"{path}: its task cards do not match its digest (edited by hand?); "
+                         f"{rebuild} rewrites it")
     tasks = {t: TaskInfo(c["family"], c["culprit"], c["site"], c["split"])
              for t, c in raw["tasks"].items() if t in _candidates()}
     return SuiteReport(tasks, raw["rejected"], 0.0, raw["candidates"], raw["tells"])
@@ -78,7 +89,7 @@ _MEMO: list[SuiteReport] = []  # at most one report, the suite's (~0.1 MB)
 
 
 def generated_suite() -> SuiteReport:
-    """The suite, from memory, else read from :data:`SUITE_FILE` (see the module doc)."""
+    """The suite, from memory, else read from :func:`suite_file` (see the module doc)."""
     if not _MEMO:
         _MEMO.append(_packaged())
     return _MEMO[0]

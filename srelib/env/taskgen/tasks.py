@@ -12,7 +12,8 @@ from srelib.env.scenarios import Scenario, _parse
 
 from . import cache
 from .bases import BASES
-from .recipes import Candidate, History, candidates, history, scenario_raw, split_of
+from .commits import history
+from .recipes import Candidate, History, candidates, scenario_raw, split_of
 from .runner import judge, observe_many
 
 REPO_PREFIX = "gen."

@@ -129,8 +129,8 @@ class LadderRungs(AnswerKey):
         return super().__call__(observation, phase, task_name)
 
     def _suspect(self, observation: dict, task_name: str) -> str | None:
-        if self._knows("commit"):
-            return self._site(task_name).bad_commit
+        if self._knows("commit"):  # as the episode shows it (srelib.policies.oracle.hand_answer)
+            return self.answer(task_name).bad_commit
         return super()._suspect(observation, task_name)
 
 

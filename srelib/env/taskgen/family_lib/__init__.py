@@ -16,7 +16,7 @@ from types import MappingProxyType
 from srelib.env.actions import FAULT_CLASSES
 
 from ..families import SYMPTOMS, Family
-from ..shape_lib import SHAPES
+from ..shape_lib import SHAPES, private_modules
 
 #: The first families, in the order the generated suite was built with.
 FIRST = ("memory_leak", "pool_exhaustion", "retry_storm", "config_change", "deadlock",
@@ -47,6 +47,10 @@ def _load() -> dict[str, Family]:
         module = importlib.import_module(f"{__name__}.{name}")
         family = _check(module.__name__, getattr(module, "FAMILY", None), families)
         families[family.name] = family
+    for module in private_modules():  # a private suite's families (shape_lib's doc)
+        if hasattr(module, "FAMILY"):
+            family = _check(module.__name__, module.FAMILY, families)
+            families[family.name] = family
     unknown = sorted({s.family for s in SHAPES.values()} - set(families))
     if unknown:
         raise ValueError(f"shapes name unknown families {unknown}; valid: {sorted(families)}")

@@ -1,0 +1,206 @@
+"""Red team on phase 2's surface (issue 45): the git-shape rule, the learned commit model, and a
+hash lookup on the public suite and on a private keyed one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from srelib.analysis.tell_audit import MAX_OVER_CHANCE, Surface, _shape_fields, learned_commit_rows
+from srelib.env.taskgen import generated_suite
+
+from tests.red_team_history import HashLookup, lookup_rate, own_test_rule, rule_rate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _split(split: str) -> list[str]:
+    return sorted(t for t, info in generated_suite().tasks.items() if info.split == split)
+
+
+@pytest.mark.parametrize("which", ["odd train", "heldout"])
+def test_the_own_test_rule_stays_near_chance(which):
+    """"The newest commit touching a module and its own test" named the bad commit in 1.00 of
+    generated tasks; now it is at most chance + 25 points (odd-position train, held-out)."""
+    tasks = _split("train")[1::2] if which == "odd train" else _split("heldout")
+    rate, chance = rule_rate(tasks)
+    assert rate <= chance + MAX_OVER_CHANCE, (rate, chance)
+
+
+def test_the_rule_reads_the_log_it_is_given():
+    log = [{"sha": "c3", "files": ["README.md"]},
+           {"sha": "b2", "files": ["pkg/cache.py", "tests/test_cache.py"]},
+           {"sha": "a1", "files": ["pkg/core.py", "tests/test_core.py"]}]
+    assert own_test_rule(log) == "b2"
+    assert own_test_rule(log[:1]) is None
+
+
+def test_the_learned_commit_model_stays_under_the_bar():
+    from srelib.analysis.tell_audit import audit
+
+    rows = {r["field"]: r for r in audit("generated") if r["target"] == "bad_commit"}
+    learned = rows["commit shape [learned]"]
+    assert learned["passes"], learned
+    for field in ("files touched [position]", "test with its module [position]",
+                  "lines added [position]", "lines removed [position]",
+                  "message template [masked]", "module-and-test rank from newest [position]"):
+        assert rows[field]["passes"], rows[field]
+
+
+def _synthetic(task: str, bad_at: int, n: int, marked: bool) -> Surface:
+    """A task of ``n`` one-file commits whose bad one (at ``bad_at``), when ``marked``, alone
+    touches a module with its own test and removes lines."""
+    commits = []
+    for k in range(n):
+        bad = k == bad_at
+        files = ["pkg/site.py", "tests/test_site.py"] if bad and marked else [f"pkg/m{k % 3}.py"]
+        diff = "+x\n" * (k % 4 + 1) + ("-y\n-z\n" if bad and marked else "")
+        commits.append({"sha": f"{task[-2:]}{k:05d}", "files": files, "diff": diff,
+                        "message": f"change {k % 5}"})
+    s = Surface(task, "orders", "memory", True, commits[bad_at]["sha"])
+    s.commits = [c["sha"] for c in commits]
+    s.commit_fields = {"place from oldest [position]": [str(k) for k in range(n)],
+                       "place from newest [position]": [str(n - 1 - k) for k in range(n)],
+                       **_shape_fields(commits)}
+    return s
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_the_learned_model_finds_a_shape_tell_and_only_one(marked):
+    """The learner is not a no-op: where the bad commit alone has a shape it names it in every
+    held-out task; where it has none it stays near chance."""
+    train = [_synthetic(f"t{k:02d}", (k * 7) % 9, 9, marked) for k in range(40)]
+    test = [_synthetic(f"h{k:02d}", (k * 5) % 9, 9, marked) for k in range(30)]
+    row = learned_commit_rows(train, test)[0]
+    if marked:
+        assert row["rate"] == 1.0 and not row["passes"]
+    else:
+        assert row["passes"] and row["rate"] <= row["chance"] + MAX_OVER_CHANCE
+
+
+def test_a_hash_table_of_the_public_generator_names_no_task():
+    """On main at 04832c5 the shas named the task in 0.998 of episodes: now a table over the
+    task list names none. A policy holding srelib *and* the seed recomputes the public key's
+    surface, which is why published numbers come from a private suite."""
+    tasks = sorted(generated_suite().tasks)[::12]
+    assert lookup_rate(tasks, seed=3, recompute=False) == 0.0
+    assert lookup_rate(tasks, seed=3, recompute=True) >= 0.95
+
+
+_PLAY = textwrap.dedent("""
+    import json, sys, warnings
+    warnings.simplefilter("ignore")
+    from srelib.env.core import IncidentEnv
+    from srelib.env.taskgen.tasks import task_history
+    out = []
+    for task in json.loads(sys.argv[1]):
+        env = IncidentEnv()
+        obs, info = env.reset(task=task, mode="p2_only", seed=3)
+        log = env.step({"action_type": "get_git_log", "parameters": {"n_commits": 50}})[0]
+        out.append({"task": task, "id": info["task"], "bad": obs["bad_commit_sha"],
+                    "commits": log["action_result"]["commits"],
+                    "stored": [c.sha for c in task_history(task).commits]})
+    print(json.dumps(out))
+""")
+
+
+def _play(tasks: list[str], key: Path | None, tmp: Path) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SRELIB_CACHE": str(tmp / "cache")}
+    env.pop("SRELIB_SUITE_KEY", None)
+    env.pop("SRELIB_SUITE_DIR", None)
+    if key is not None:
+        env.update(SRELIB_SUITE_KEY=str(key), SRELIB_SUITE_DIR=str(tmp / "suite"))
+    run = subprocess.run([sys.executable, "-c", _PLAY, json.dumps(tasks)], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
+@pytest.fixture(scope="module")
+def keyed_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("keyed")
+    tasks = sorted(generated_suite().tasks)[::40]
+    key, other = tmp / "lab.key", tmp / "other.key"
+    key.write_bytes(os.urandom(32))
+    other.write_bytes(os.urandom(32))
+    return tasks, _play(tasks, key, tmp), _play(tasks, key, tmp), _play(tasks, other, tmp)
+
+
+def test_a_policy_without_the_key_reads_nothing_off_a_keyed_suite(keyed_runs):
+    """The hash lookup (table and public-key recompute), and the public id table, name no task
+    of a keyed suite: what is left to such a policy is what the shallow agents have."""
+    from srelib.env.task_ids import resolve
+
+    tasks, runs, _, _ = keyed_runs
+    cheat = HashLookup()
+    assert [cheat.naming(r["commits"], 3) for r in runs] == [None] * len(runs)
+    for r in runs:
+        with pytest.raises(ValueError):
+            resolve(r["id"])  # the keyed id is in no public table
+    public = _public_history(tasks)
+    assert all(not set(r["stored"]) & set(public[r["task"]]) for r in runs)
+
+
+def _public_history(tasks: list[str]) -> dict[str, list[str]]:
+    from srelib.env.taskgen.tasks import task_history
+
+    return {t: [c.sha for c in task_history(t).commits] for t in tasks}
+
+
+def test_a_keyed_suite_replays_byte_for_byte_and_another_key_differs(keyed_runs):
+    _, runs, again, other = keyed_runs
+    assert runs == again
+    for mine, theirs in zip(runs, other):
+        assert {c["sha"] for c in mine["commits"]}.isdisjoint(c["sha"] for c in theirs["commits"])
+        assert mine["id"] != theirs["id"]
+    for r in runs:  # the oracle handoff's bad commit is a commit the keyed episode shows
+        assert r["bad"] is None or r["bad"] in {c["sha"] for c in r["commits"]}
+
+
+_PRIVATE_SHAPE = textwrap.dedent("""
+    import dataclasses
+    from srelib.env.taskgen.shape_lib.lru import SHAPE as _LRU
+
+    SHAPE = dataclasses.replace(_LRU, name="lru_private", module="@n@_bounded.py")
+    SPLIT = "heldout"
+""")
+
+
+def test_private_shapes_join_only_a_keyed_suite(tmp_path):
+    key = tmp_path / "lab.key"
+    key.write_bytes(os.urandom(32))
+    (tmp_path / "suite" / "shapes").mkdir(parents=True)
+    (tmp_path / "suite" / "shapes" / "lru_private.py").write_text(_PRIVATE_SHAPE)
+    code = ("import json; from srelib.env.taskgen import candidates, build_scenario;"
+            "ids = [t for t in candidates() if t.endswith('_lru_private')];"
+            "print(json.dumps([len(ids), build_scenario(ids[0]).heldout]))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SRELIB_CACHE": str(tmp_path / "cache"),
+           "SRELIB_SUITE_KEY": str(key), "SRELIB_SUITE_DIR": str(tmp_path / "suite")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    count, heldout = json.loads(run.stdout)
+    assert count > 0 and heldout is True
+    from srelib.env.taskgen import candidates
+
+    assert not [t for t in candidates() if t.endswith("_lru_private")]  # not in the public suite
+
+
+def test_tasks_build_refuses_a_bad_key_or_shapes_without_one(tmp_path):
+    from srelib.commands.tasks import cmd_tasks_build
+
+    short = tmp_path / "short.key"
+    short.write_bytes(b"too short")
+    with pytest.raises(ValueError, match="at least 16"):
+        cmd_tasks_build(Namespace(key=str(short), shapes=None, out=None))
+    with pytest.raises(ValueError, match="cannot be read"):
+        cmd_tasks_build(Namespace(key=str(tmp_path / "missing.key"), shapes=None, out=None))
+    with pytest.raises(ValueError, match="give --key"):
+        cmd_tasks_build(Namespace(key=None, shapes=str(tmp_path), out=None))
