@@ -10,9 +10,11 @@ file itself belong to this user and no one else may write them, and if the file'
 the one :data:`DIGEST_FILE`, in the package, holds for this generator (anyone who can write the
 cache can rewrite a digest kept there, but not one in the package). Anything else is skipped
 with a warning that names the path and the reason, and the entry is generated afresh: a
-tampered cache never changes a grade or a split. :func:`rebuilding` fills an empty cache and
-writes :data:`DIGEST_FILE`; ``python -m srelib.analysis.suite_build`` runs it when it rebuilds
-the suite.
+tampered cache never changes a grade or a split. An entry the cache lacks is taken from
+:data:`ENTRIES_FILE`, in the package, which holds every entry the suite's rebuild made (so a
+fresh machine derives nothing the suite already knows), checked against the same digests.
+:func:`rebuilding` fills an empty cache and writes both files; ``python -m
+srelib.analysis.suite_build`` runs it when it rebuilds the suite.
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ from srelib.env.surface import key_id, suite_dir
 from .recipes import GENERATOR_VERSION
 
 DIGEST_FILE = Path(__file__).with_name("suite_digest.json")
-# entry name -> SHA-256 of what this process wrote; bounded by the entries (suite.json and one
-# tests file per candidate: ~300 of ~150 bytes)
+ENTRIES_FILE = Path(__file__).with_name("suite_entries.json")
+# entry name -> the JSON text this process wrote; bounded by the entries (one tests file per
+# candidate: ~600 of ~330 bytes)
 _WRITTEN: dict[str, str] = {}
+# set while :func:`rebuilding` fills a fresh cache: every entry is then derived, none shipped
+_DERIVING: list[bool] = []
 
 
 @functools.lru_cache(maxsize=1)  # no arguments: one short string
@@ -67,7 +72,13 @@ def _private_digest() -> str:
 def digest_file() -> Path:
     """The digests this process trusts: :data:`DIGEST_FILE`, or a private suite's."""
     folder = suite_dir()
-    return DIGEST_FILE if folder is None else folder / "suite_digest.json"
+    return DIGEST_FILE if folder is None else folder / DIGEST_FILE.name
+
+
+def entries_file() -> Path:
+    """The entries shipped beside :func:`digest_file`: :data:`ENTRIES_FILE`, or a private suite's."""
+    folder = suite_dir()
+    return ENTRIES_FILE if folder is None else folder / ENTRIES_FILE.name
 
 
 def _root() -> Path:
@@ -87,6 +98,18 @@ def _packaged() -> dict[str, str] | None:
     except (OSError, ValueError):
         return None
     return data.get("entries") if data.get("generator") == generator_key() else None
+
+
+@functools.lru_cache(maxsize=1)  # no arguments: one dict of ~600 small entries (~200 kB)
+def _shipped() -> dict[str, str]:
+    """The shipped entries' JSON texts by name, for this generator (none for another one)."""
+    try:
+        data = json.loads(entries_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if data.get("generator") != generator_key():
+        return {}
+    return {name: json.dumps(value, sort_keys=True) for name, value in data["entries"].items()}
 
 
 def _distrust(path: Path) -> str | None:
@@ -128,13 +151,13 @@ def _warn(kind: str, message: str) -> None:
 
 
 def read(name: str) -> Any:
-    """The cached JSON entry ``name`` (a relative path), or None if absent, unreadable or not
-    verified (see the module doc: a warning says why)."""
+    """The cached JSON entry ``name`` (a relative path), else the shipped one, or None if
+    neither is there or the one found is not verified (see the module doc: a warning says why)."""
     path = cache_dir() / name
     try:
         data = path.read_bytes()
     except OSError:
-        return None
+        return None if _DERIVING else _read_shipped(name)
     problem = _unverified(name, path, data)
     if problem:
         kind, why = problem
@@ -142,6 +165,15 @@ def read(name: str) -> Any:
                     "generating it afresh")
         return None
     return json.loads(data)
+
+
+def _read_shipped(name: str) -> Any:
+    """The shipped entry ``name`` if its digest is the packaged one, else None."""
+    text = _shipped().get(name)
+    packaged = _packaged() or {}
+    if text is None or packaged.get(name) != hashlib.sha256(text.encode()).hexdigest():
+        return None
+    return json.loads(text)
 
 
 def _make_dirs(folder: Path) -> None:
@@ -155,7 +187,7 @@ def write(name: str, value: object) -> None:
     """Store ``value`` as the JSON entry ``name``; a cache that cannot be written is skipped."""
     target = cache_dir() / name
     text = json.dumps(value, sort_keys=True)
-    _WRITTEN[name] = hashlib.sha256(text.encode()).hexdigest()
+    _WRITTEN[name] = text
     try:
         _make_dirs(target.parent)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
@@ -167,25 +199,36 @@ def write(name: str, value: object) -> None:
         pass
 
 
-def _write_digest_file() -> None:
-    entries = dict(sorted(_WRITTEN.items()))
-    digest_file().write_text(json.dumps({"generator": generator_key(), "entries": entries}, indent=0,
+def _write_digest_files() -> None:
+    """:func:`digest_file` and :func:`entries_file` for what this process wrote."""
+    written = dict(sorted(_WRITTEN.items()))
+    digests = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in written.items()}
+    digest_file().write_text(json.dumps({"generator": generator_key(), "entries": digests}, indent=0,
                                       sort_keys=True) + "\n", encoding="utf-8")
+    lines = [f"{json.dumps(name)}: {text}" for name, text in written.items()]
+    entries_file().write_text(f'{{"generator": {json.dumps(generator_key())}, "entries": {{\n'
+                              + ",\n".join(lines) + "\n}}\n", encoding="utf-8")
     _packaged.cache_clear()
+    _shipped.cache_clear()
 
 
 @contextlib.contextmanager
 def rebuilding(fill: Callable[[], object]) -> Iterator[Path]:
     """An empty cache for the ``with`` block (``SRELIB_CACHE``, inherited by worker processes),
-    filled by ``fill()`` (every candidate's derived tests), whose entries' digests are written to
-    :data:`DIGEST_FILE` first, so that workers read them back verified. Yields the cache root."""
+    filled by ``fill()`` (every candidate's derived tests), whose entries and their digests are
+    written to :data:`ENTRIES_FILE` and :data:`DIGEST_FILE` first, so that workers read them
+    back verified. Yields the cache root."""
     before = os.environ.get("SRELIB_CACHE")
     with tempfile.TemporaryDirectory(prefix="srelib-suite-") as fresh:
         os.environ["SRELIB_CACHE"] = fresh
         try:
             _WRITTEN.clear()
-            fill()
-            _write_digest_file()
+            _DERIVING.append(True)
+            try:
+                fill()
+            finally:
+                _DERIVING.clear()
+            _write_digest_files()
             yield Path(fresh)
         finally:
             del os.environ["SRELIB_CACHE"]
