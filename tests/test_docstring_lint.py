@@ -30,7 +30,8 @@ PYDOCLINT = ["--style=google", "--arg-type-hints-in-docstring=False",
 #: pydoclint has no ``__main__``: its console entry point, run by this interpreter.
 LINTER = [sys.executable, "-c", "import sys; from pydoclint.main import main; sys.exit(main())"]
 _VIOLATION = re.compile(r"^\s+(\d+): (DOC\d+): (?:Function|Method) `([\w.]+)`:? (.*)$")
-NOT_CHECKED = {"DOC106", "DOC107"}  # type hints missing in a signature
+NOT_CHECKED = {"DOC106", "DOC107",  # type hints missing in a signature
+               "DOC502"}  # Raises naming what a callee raises: documented on purpose
 #: ``path::qualified name`` of the exported objects whose docstrings still lack sections; the
 #: list only shrinks (an entry that passes fails the test until it is taken off).
 DEBT = ROOT / "tests" / "docstring_debt.txt"
