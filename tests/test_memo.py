@@ -92,7 +92,7 @@ MEMOISED = {
     "generated scenarios": (lookup._generated, _generated_ids),
     "repositories": (lookup.load_repo, lambda n: [(r,) for r in repos.list_repos()[:n]]),
     "generated histories": (taskgen_tasks.task_history, _generated_ids),
-    "compiled checks": (verdicts._compiled, _checks_keys),
+    "compiled checks": (verdicts.checks_in, _checks_keys),
     "valid actions": (phase1._valid_actions, _valid_actions_keys),
     "secret patterns": (redact._secrets_pattern, _secret_keys),
     "memorised answers": (adversarial.train_answers, _task_pairs),

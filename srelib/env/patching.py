@@ -52,7 +52,7 @@ that observation in the grader and never enters the sandbox. A test id is
 ``"<file>::test_<name>"``; an id with no observation (import error, crash, timeout, reported
 twice) fails. Probes use the standard library only and must not start
 processes, open sockets, use ctypes or write outside the repository copy (the runner's audit
-hook refuses these); each has :data:`~srelib.env.probe_run.PER_TEST_S` seconds.
+hook refuses these); each has :data:`~srelib.env.probe_observe.PER_TEST_S` seconds.
 
 Observations travel on a private copy of the runner's stdout, each line prefixed with a nonce
 the runner read from stdin before any patched code ran; output printed by code under test goes

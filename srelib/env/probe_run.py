@@ -29,10 +29,10 @@ from srelib.env.grading_errors import GradingError, from_os_error
 from srelib.env.sandbox import MissingTool, prepare, python
 from srelib.env.sandbox_proc import SandboxResult, Started
 from srelib.env.seccomp_filter import SeccompUnavailable
+from srelib.env.probe_observe import PER_TEST_S, program
 from srelib.env.verdicts import Observation, collect
 from srelib.env.py_parse import parse as parse_python
 
-PER_TEST_S = 5.0
 RECEIVED = json.dumps({"received": True})  # the runner's first record: it has read its input
 _RUNNER = Path(__file__).with_name("sandbox_runner.py")
 
@@ -104,7 +104,7 @@ def common_modules() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=1)
 def _runner_source() -> str:
-    return _RUNNER.read_text(encoding="utf-8")
+    return program(_RUNNER.read_text(encoding="utf-8"))
 
 
 def _latin1(text: str | bytes) -> str:

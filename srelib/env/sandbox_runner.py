@@ -1,4 +1,7 @@
-"""The hidden-test probe runner that patching.py starts as ``python -I -S -B -c <this source>``.
+"""The hidden-test probe runner that patching.py starts as ``python -I -S -B -c <source>``.
+
+Its source is :mod:`srelib.env.probe_observe`'s followed by this file's
+(``probe_observe.program``), so it observes a probe as the generator's test derivation does.
 
 Standard library only; it never imports srelib. It may be started before its grading is
 known (srelib.env.spare), and waits for its input with its own imports done and the standard
@@ -23,7 +26,8 @@ field under the nonce.
 Code under test that takes its child over can report wrong observations for its own file's
 probes, and nothing else: it cannot reach, replace or write to the channel.
 
-It only observes: each ``probe_<name>`` function of each probe file is called once (a probe that
+It only observes (``probe_observe.observe_timed``): each ``probe_<name>`` function of each probe
+file is called once (a probe that
 takes one argument gets ``random.Random("<seed>:<test id>")``, so the inputs it draws are new at
 every grading and the grader's check redraws them; see srelib.env.verdicts), and one
 line ``<nonce> <json>`` reports ``{"id": "<file>::test_<name>", "value": <what it returned>,
@@ -32,15 +36,13 @@ an observation is right is decided by the grader, in its own process, against ch
 process never sees.
 """
 
-import contextlib
-import io
 import json
 import os
-import random
 import resource
-import signal
 import sys
-import types
+
+# This source runs after srelib/env/probe_observe.py's (probe_observe.program): alarm,
+# install_alarm, load_probes, observe_timed, probe_rng, NOTE_CHARS and RECORD_CHARS are its.
 
 _BLOCKED_EVENTS = frozenset({
     "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
@@ -107,62 +109,15 @@ def _limit(limits, uid):
         os.setuid(uid)
 
 
-class _TestTimeout(BaseException):
-    """Raised by the per-test alarm; a BaseException so ``except Exception`` cannot swallow it."""
-
-
-def _on_alarm(signum, frame):
-    raise _TestTimeout("test exceeded its time limit")
-
-
-PRINTED_CHARS = 4000
-VALUE_CHARS = 1 << 16
-
-
-def _observe(probe, rng):
-    """Call ``probe`` (with ``rng`` when it takes an argument) and describe what happened as a
-    JSON-ready dict."""
-    printed = io.StringIO()
-    value, raised = None, None
-    args = (rng,) if getattr(getattr(probe, "__code__", None), "co_argcount", 0) else ()
-    try:
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            value = probe(*args)
-    except BaseException as exc:
-        raised = {"type": type(exc).__name__, "message": str(exc)[:PRINTED_CHARS]}
-    try:
-        if len(json.dumps(value)) > VALUE_CHARS:
-            raise ValueError(f"the value's JSON is over {VALUE_CHARS} characters")
-    except (TypeError, ValueError, RecursionError) as exc:
-        value, raised = None, {"type": "UnobservableValue", "message": str(exc)[:300]}
-    return {"value": value, "raised": raised, "printed": printed.getvalue()[:PRINTED_CHARS]}
-
-
 def _run_file(name, source, per_test_s, seed, emit):
-    signal.setitimer(signal.ITIMER_REAL, per_test_s)
     try:
-        module = types.ModuleType("probes_" + name[:-3])
-        sys.modules[module.__name__] = module
-        exec(compile(source, name, "exec"), vars(module))
-        probes = sorted((n, f) for n, f in vars(module).items() if n.startswith("probe_")
-                        and callable(f) and getattr(f, "__module__", "") == module.__name__)
+        with alarm(per_test_s):
+            probes = load_probes(name, source, "probes_" + name[:-3])
     except BaseException as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        emit({"file": name, "import_error": f"{type(exc).__name__}: {exc}"[:300]})
+        emit({"file": name, "import_error": f"{type(exc).__name__}: {exc}"[:NOTE_CHARS]})
         return
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    for probe_name, probe in probes:
-        test_id = f"{name}::test_{probe_name[len('probe_'):]}"
-        rng = random.Random(f"{seed}:{test_id}")
-        signal.setitimer(signal.ITIMER_REAL, per_test_s)
-        try:
-            observation = _observe(probe, rng)
-        except BaseException as exc:  # the timer fired between the probe and the record
-            observation = {"value": None, "printed": "",
-                           "raised": {"type": type(exc).__name__, "message": str(exc)[:300]}}
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        emit({"id": test_id, **observation})
+    for test_id, probe in probes:
+        emit({"id": test_id, **observe_timed(probe, probe_rng(seed, test_id), per_test_s)})
 
 
 def _make_emitter(fd, nonce):
@@ -175,9 +130,6 @@ def _make_writer(fd):
     def write(record):
         os.write(fd, (json.dumps(record) + "\n").encode())
     return write
-
-
-LINE_BYTES = 1 << 17  # a relayed record's bound, as the grader's (verdicts.RECORD_CHARS)
 
 
 def _relay(fd, name, expected, emit):
@@ -193,7 +145,7 @@ def _relay(fd, name, expected, emit):
             if not skipping:
                 _forward(line, name, expected, sent, emit)
             skipping = False
-        if len(buffer) > LINE_BYTES:
+        if len(buffer) > RECORD_CHARS:
             buffer, skipping = b"", True
 
 
@@ -211,7 +163,7 @@ def _forward(line, name, expected, sent, emit):
               "printed": record.get("printed", "")})
     elif record.get("file") == name and "import_error" in record and name not in sent:
         sent.add(name)
-        emit({"file": name, "import_error": str(record["import_error"])[:300]})
+        emit({"file": name, "import_error": str(record["import_error"])[:NOTE_CHARS]})
 
 
 def _run_in_child(name, source, config, seed, channel, devnull, emit):
@@ -285,7 +237,7 @@ def main():
     config["repo"] = _write_repo(config.pop("files"))
     os.environ.update(HOME=config["repo"], TMPDIR=config["repo"])
     _limit(config["limits"], config["uid"])
-    signal.signal(signal.SIGALRM, _on_alarm)
+    install_alarm()
     seed = config.pop("seed")
     for name, source in sorted(config.pop("probes").items()):
         _run_in_child(name, source, config, seed, channel, devnull, emit)

@@ -3,7 +3,8 @@
 A repository's hidden tests come in two halves (layout in docs/CONTRACTS.md):
 
 * ``hidden_tests/probes/<file>.py``: ``probe_<name>()`` functions. Only these run next to the
-  patched code (``sandbox_runner.py``); each returns a JSON-serialisable observation.
+  patched code (``sandbox_runner.py``, observing as :mod:`srelib.env.probe_observe` does); each
+  returns a JSON-serialisable observation.
 * ``hidden_tests/checks/<file>.py``: ``test_<name>(seen)`` functions that judge the
   :class:`Observation` of ``probe_<name>`` and raise (usually ``AssertionError``) when it is
   wrong. They run here, in the grader; the patched process never sees them or their expected
@@ -34,16 +35,15 @@ hides the package; at weaker levels a child that escapes the runner's audit hook
 from __future__ import annotations
 
 import json
-import random
 import secrets
 from dataclasses import dataclass
 from typing import Callable
 
 from srelib.env.memo import byte_lru, deep_size
+from srelib.env.probe_observe import RECORD_CHARS, probe_rng
 from srelib.env.repos import Repo
 from srelib.env.types import Resolution
 
-RECORD_CHARS = 1 << 17
 MAX_DEPTH = 24
 _JSON_LEAVES = (str, int, float, bool, type(None))
 
@@ -109,15 +109,47 @@ def _checks(repo: Repo, file: str) -> dict[str, Callable]:
     """The ``test_*`` functions of ``repo``'s ``checks/<file>`` (compiled once)."""
     if file not in repo.checks:
         raise ValueError(f"repo {repo.name!r} has no checks file {file!r}; valid: {sorted(repo.checks)}")
-    return _compiled(repo.name, file, repo.checks[file])
+    return checks_in(repo.name, file, repo.checks[file])
 
 
 @byte_lru(4 << 20, size=lambda key, checks: deep_size((key, checks, [f.__code__ for f in checks.values()])))
-def _compiled(repo_name: str, file: str, source: str) -> dict[str, Callable]:
-    """The ``test_*`` functions ``source``, ``repo_name``'s ``checks/<file>``, defines."""
-    namespace: dict = {"__name__": f"srelib_checks.{repo_name}.{file[:-3]}"}
-    exec(compile(source, f"<{repo_name} hidden_tests/checks/{file}>", "exec"), namespace)
+def checks_in(owner: str, file: str, source: str) -> dict[str, Callable]:
+    """The checks a checks file defines, compiled once per source.
+
+    Args:
+        owner: Whose file it is (a repository's name), for the module and file names.
+        file: The checks file's name (``test_x.py``).
+        source: Its source.
+
+    Returns:
+        ``{name: check}`` for its ``test_*`` callables.
+    """
+    namespace: dict = {"__name__": f"srelib_checks.{owner}.{file[:-3]}"}
+    exec(compile(source, f"<{owner} hidden_tests/checks/{file}>", "exec"), namespace)
     return {n: f for n, f in namespace.items() if n.startswith("test_") and callable(f)}
+
+
+def passes(judge: Callable, test_id: str, observation: Observation | None, seed: int = 0) -> bool:
+    """The verdict rule, for grading and the generator's test derivation alike.
+
+    Args:
+        judge: The check ``test_id`` names (from :func:`checks_in`).
+        test_id: ``<file>::test_<name>``.
+        observation: What its probe did; None when it reported nothing.
+        seed: The seed the probe drew its inputs from; a check that takes two arguments gets
+            :func:`srelib.env.probe_observe.probe_rng` of it.
+
+    Returns:
+        True when there is an observation and the check returns without raising an Exception.
+    """
+    if observation is None:
+        return False
+    args = (probe_rng(seed, test_id),) if judge.__code__.co_argcount > 1 else ()
+    try:
+        judge(observation, *args)
+    except Exception:
+        return False
+    return True
 
 
 def draw_seed() -> int:
@@ -133,15 +165,7 @@ def check(repo: Repo, test_id: str, observation: Observation | None, seed: int =
     if name not in checks:
         raise ValueError(f"repo {repo.name!r} has no check {test_id!r}; valid: "
                          f"{[f'{file}::{n}' for n in sorted(checks)]}")
-    if observation is None:
-        return False
-    judge = checks[name]
-    args = (random.Random(f"{seed}:{test_id}"),) if judge.__code__.co_argcount > 1 else ()
-    try:
-        judge(observation, *args)
-    except Exception:
-        return False
-    return True
+    return passes(checks[name], test_id, observation, seed)
 
 
 def verdicts(repo: Repo, test_ids: list[str], observations: dict[str, Observation],

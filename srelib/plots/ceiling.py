@@ -15,6 +15,13 @@ def ceiling_gap(table, phase2: str | None = None):
     names the phase-2 policy in the title. A task whose oracle bar is 0 is marked: even a
     perfect handoff gives this policy no repair there (a revert, for one, deletes a file the
     hidden tests import), so its gaps say nothing about phase 1.
+
+    Args:
+        table: The frame :func:`srelib.ceiling_table` returns.
+        phase2: The phase-2 policy's name, for the title (None: no name).
+
+    Returns:
+        The matplotlib Figure.
     """
     require("numpy", "srelib.plots.ceiling")
     import numpy as np
@@ -63,7 +70,14 @@ def ceiling_gap(table, phase2: str | None = None):
 def repair_ladder(table):
     """The repair ladder from :func:`srelib.analysis.ceiling.summarize_ladder`: the share repaired in full
     per rung (bars, bootstrap CIs), one panel per suite, each real policy's share as a
-    horizontal line placed on the ladder."""
+    horizontal line placed on the ladder.
+
+    Args:
+        table: The frame :func:`srelib.analysis.ceiling.summarize_ladder` returns.
+
+    Returns:
+        The matplotlib Figure.
+    """
     require("numpy", "srelib.plots.ceiling")
     import numpy as np
 

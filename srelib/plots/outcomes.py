@@ -14,7 +14,15 @@ from srelib.plots.style import RESOLVED, policy_colours
 def resolved_rates(frame, *, policies: Sequence[str] | None = None):
     """Per policy, the share of episodes whose patch resolved full, partial or no (SWE-bench's
     meaning: every FAIL_TO_PASS and PASS_TO_PASS test passes, some do, none of the failing
-    ones do) and of phase-2 episodes that proposed no patch, as stacked horizontal bars."""
+    ones do) and of phase-2 episodes that proposed no patch, as stacked horizontal bars.
+
+    Args:
+        frame: A results frame (:func:`srelib.load_run`).
+        policies: The policies to draw, in this order (None: those the frame holds, as they come).
+
+    Returns:
+        The matplotlib Figure.
+    """
     require("numpy", "srelib.plots.outcomes")
     import numpy as np
 
@@ -52,6 +60,15 @@ def localisation_vs_score(frame, value: str = "final", *,
     :func:`srelib.results.localisation.localisation_scores`; points are jittered a little so equal
     episodes stay visible. Two agents that both fail to repair part here when one found the
     bad code and the other never opened it.
+
+    Args:
+        frame: A results frame (:func:`srelib.load_run`).
+        value: The column on the y axis.
+        policies: The policies to draw, in this order (None: those the frame holds, as they come).
+        jitter_seed: The seed of the points' jitter.
+
+    Returns:
+        The matplotlib Figure.
     """
     require("numpy", "srelib.plots.outcomes")
     import numpy as np
@@ -89,7 +106,16 @@ def localisation_vs_score(frame, value: str = "final", *,
 
 def steps_per_phase(frame, *, policies: Sequence[str] | None = None,
                     tasks: Sequence[str] | None = None):
-    """Mean steps per episode, phase 1 (solid) stacked under phase 2 (hatched), per task and policy."""
+    """Mean steps per episode, phase 1 (solid) stacked under phase 2 (hatched), per task and policy.
+
+    Args:
+        frame: A results frame (:func:`srelib.load_run`).
+        policies: The policies to draw, in this order (None: those the frame holds, as they come).
+        tasks: The tasks to draw, in this order (None: those the frame holds, in TASKS order).
+
+    Returns:
+        The matplotlib Figure.
+    """
     require("matplotlib", "srelib.plots.outcomes")
     from matplotlib.patches import Patch
 
@@ -126,6 +152,14 @@ def parse_failure_rate(frame, *, policies: Sequence[str] | None = None, seed: in
 
     Only model-driven policies can fail to parse: see :func:`has_parse_failures` before
     drawing it for a run of scripted policies.
+
+    Args:
+        frame: A results frame (:func:`srelib.load_run`).
+        policies: The policies to draw, in this order (None: those the frame holds, as they come).
+        seed: The bootstrap's seed.
+
+    Returns:
+        The matplotlib Figure.
     """
     require("numpy", "srelib.plots.outcomes")
     import numpy as np
@@ -150,5 +184,12 @@ def parse_failure_rate(frame, *, policies: Sequence[str] | None = None, seed: in
 
 
 def has_parse_failures(frame) -> bool:
-    """Whether any episode of ``frame`` had an unparsable reply (scripted policies never do)."""
+    """Whether any episode of ``frame`` had an unparsable reply (scripted policies never do).
+
+    Args:
+        frame: A results frame (:func:`srelib.load_run`).
+
+    Returns:
+        True when some episode counts a parse failure.
+    """
     return bool(frame["parse_failures"].fillna(0).sum() > 0)

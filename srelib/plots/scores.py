@@ -25,6 +25,21 @@ def score_distributions(frame, value: str = "final", *, kind: str = "violin",
     ``kind="violin"`` or ``"box"`` draws one axes with tasks along x and each policy's episodes
     as a violin (or box) plus jittered points, and a white diamond at the mean with its 95%
     bootstrap CI; ``kind="ecdf"`` draws one small ECDF panel per task.
+
+    Args:
+        frame: A results frame (:func:`srelib.load_run`).
+        value: The column whose distribution is drawn.
+        kind: ``"violin"``, ``"box"`` or ``"ecdf"``.
+        policies: The policies to draw, in this order (None: those the frame holds, as they come).
+        tasks: The tasks to draw, in this order (None: those the frame holds, in TASKS order).
+        jitter_seed: The seed of the points' jitter.
+        title: The figure's title (None: one made from ``value``).
+
+    Returns:
+        The matplotlib Figure.
+
+    Raises:
+        ValueError: ``kind`` is none of these.
     """
     require("numpy", "srelib.plots.scores")
     import numpy as np
@@ -86,6 +101,14 @@ def component_breakdown(frame, *, policies: Sequence[str] | None = None,
     A contribution is the component's mean times its weight, renormalised over the components
     counted in that episode's mode; a black tick marks the mean final score for comparison.
     Colours are components; the hatch of a bar says which policy it is (second legend).
+
+    Args:
+        frame: A results frame (:func:`srelib.load_run`).
+        policies: The policies to draw, in this order (None: those the frame holds, as they come).
+        tasks: The tasks to draw, in this order (None: those the frame holds, in TASKS order).
+
+    Returns:
+        The matplotlib Figure.
     """
     require("matplotlib", "srelib.plots.scores")
     from matplotlib.patches import Patch
@@ -132,7 +155,18 @@ def component_breakdown(frame, *, policies: Sequence[str] | None = None,
 def paired_difference(frame, policy_a: str, policy_b: str, value: str = "final", *,
                       seed: int = 0):
     """``policy_a - policy_b`` per task, paired on task, pool, mode and seed, as a point with
-    its 95% bootstrap CI; the last row is all tasks together. Right of zero: A scored more."""
+    its 95% bootstrap CI; the last row is all tasks together. Right of zero: A scored more.
+
+    Args:
+        frame: A results frame (:func:`srelib.load_run`).
+        policy_a: The policy whose score is subtracted from.
+        policy_b: The policy whose score is subtracted.
+        value: The column compared.
+        seed: The bootstrap's seed.
+
+    Returns:
+        The matplotlib Figure.
+    """
     from srelib.analysis.stats import paired_difference as table_of
 
     table = table_of(frame, policy_a, policy_b, value, seed=seed)

@@ -19,14 +19,28 @@ HELD_OUT_NOTE = "h/ = held-out task, pool D"
 
 
 def colour(index: int) -> str:
-    """The ``index``-th palette colour (cycling)."""
+    """The ``index``-th palette colour (cycling).
+
+    Args:
+        index: Any integer.
+
+    Returns:
+        A hex colour.
+    """
     return OKABE_ITO[index % len(OKABE_ITO)]
 
 
 def policy_colours(policies: Sequence[str]) -> dict[str, str]:
     """One distinct colour per policy: a known name keeps its own (:data:`POLICY_COLOURS`),
     other names take the palette colours no policy of this plot uses, in order. Colours
-    repeat only past eight policies."""
+    repeat only past eight policies.
+
+    Args:
+        policies: The policies of one plot.
+
+    Returns:
+        ``{policy: hex colour}``.
+    """
     taken = {}
     for name in policies:
         fixed = POLICY_COLOURS.get(name)

@@ -42,7 +42,16 @@ def supports_batch(policy: Any) -> bool:
 
 
 def make_action(action_type: Any, target_service: str | None = None, **parameters: Any) -> Action:
-    """An action dict in the contract's shape (``action_type`` may be an ActionType)."""
+    """An action dict in the contract's shape.
+
+    Args:
+        action_type: The action's type, an ActionType or its name.
+        target_service: The service it acts on, if any.
+        **parameters: Its parameters.
+
+    Returns:
+        ``{"action_type", "target_service", "parameters"}``.
+    """
     return {"action_type": getattr(action_type, "value", action_type),
             "target_service": target_service, "parameters": parameters}
 
@@ -68,6 +77,11 @@ def call_reset(policy: Any, seed: int | None = None, task_name: str | None = Non
     policies) and ``reset()`` (the seed's scripted ones), chosen from the signature so that a
     TypeError raised inside ``reset`` is never mistaken for a refusal. A policy that declares
     ``needs_answer`` is then handed the task's scenario (:mod:`srelib.policies.oracle`).
+
+    Args:
+        policy: The policy.
+        seed: The episode's seed.
+        task_name: The episode's task.
     """
     _reset(policy, seed, task_name)
     hand_answer(policy, task_name, seed)
@@ -138,6 +152,11 @@ class CompositePolicy:
     """``phase1`` acts in phase 1, ``phase2`` in phase 2; reset goes to both.
 
     ``act_batch`` (and ``reset_batch``) exist only when both parts offer them.
+
+    Args:
+        phase1: The policy that acts in phase 1.
+        phase2: The policy that acts in phase 2.
+        name: Its name (None: ``"<phase1>+<phase2>"``).
     """
 
     def __init__(self, phase1: Callable, phase2: Callable, name: str | None = None):

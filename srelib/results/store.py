@@ -163,7 +163,11 @@ class Episode:
                 f"policy={self.policy}, final={final}, steps={len(self.steps)}{error})")
 
     def localisation(self) -> dict[str, Any]:
-        """The episode's localisation columns (:mod:`srelib.results.localisation`; analysis only)."""
+        """The episode's localisation columns (:mod:`srelib.results.localisation`; analysis only).
+
+        Returns:
+            ``{column: value}`` for the localisation columns of :data:`COLUMNS`.
+        """
         from srelib.results.localisation import localisation
 
         return localisation(self.task, self.mode, self.steps, self.seed)
@@ -186,14 +190,25 @@ class Episode:
     def from_json(cls, text: str | bytes) -> "Episode":
         """The episode a line of ``episodes.jsonl`` (text or its bytes) holds; a lone surrogate
         its JSON escapes (a hand-edited file, a policy's own text) reads as ``?``, so what is
-        loaded prints."""
+        loaded prints.
+
+        Args:
+            text: One line of ``episodes.jsonl``, as text or bytes.
+
+        Returns:
+            The episode.
+        """
         data = json.loads(text)
         raw = text.decode("latin-1") if isinstance(text, (bytes, bytearray)) else text
         return cls.from_dict(valid_text(data) if _SURROGATE_ESCAPE.search(raw) else data)
 
     def row(self) -> dict[str, Any]:
         """The episode as one flat row of the results frame (see :data:`COLUMNS`); the task is
-        shown by :attr:`public_task`."""
+        shown by :attr:`public_task`.
+
+        Returns:
+            ``{column: value}`` for every column of :data:`COLUMNS`, in that order.
+        """
         score = self.score or {}
         p1, p2 = self.phase_steps
         values = {**{k: getattr(self, k) for k in KEY_COLUMNS}, "task": self.public_task,
@@ -211,7 +226,14 @@ class Episode:
 
 
 def plan_digest(keys: Iterable) -> str:
-    """The digest of a planned grid: SHA-256 of its episode keys, sorted, as JSON."""
+    """The digest of a planned grid: SHA-256 of its episode keys, sorted, as JSON.
+
+    Args:
+        keys: The grid's episode keys (sequences of JSON values).
+
+    Returns:
+        The hex digest.
+    """
     import hashlib
 
     rows = sorted(json.dumps(list(k), separators=(",", ":")) for k in keys)
@@ -219,12 +241,26 @@ def plan_digest(keys: Iterable) -> str:
 
 
 def count_parse_failures(trajectory: list[dict]) -> int:
-    """How many steps sent the reserved PARSE_ERROR action (an unreadable model reply)."""
+    """How many steps sent the reserved PARSE_ERROR action (an unreadable model reply).
+
+    Args:
+        trajectory: The episode's step records.
+
+    Returns:
+        The number of such steps.
+    """
     return sum(1 for r in trajectory if (r.get("action") or {}).get("action_type") == PARSE_ERROR)
 
 
 def frame_from_episodes(episodes) -> "Any":
-    """A tidy DataFrame, one row per episode, sorted by the key columns."""
+    """A tidy DataFrame, one row per episode, sorted by the key columns.
+
+    Args:
+        episodes: :class:`Episode` objects.
+
+    Returns:
+        A pandas DataFrame with the columns :data:`COLUMNS`.
+    """
     from srelib.extras import require
 
     pd = require("pandas", "a results table")
@@ -247,6 +283,10 @@ class RunStore:
     without corrupt or duplicate lines if it has any; ``resume=False`` starts it afresh.
     Several stores (in several processes) may append to one directory at once: each append
     happens under the directory's lock, after reading what the others have appended.
+
+    Args:
+        path: The run directory (created if missing).
+        resume: Keep the episodes already stored (True) or start the file afresh.
     """
 
     def __init__(self, path: str | os.PathLike, *, resume: bool = True):
@@ -270,7 +310,12 @@ class RunStore:
         (``plan``: episode keys, added to those planned before when resuming) with its digest;
         the episode fields no replay can check (:data:`UNVERIFIABLE`) and srelib's score
         weights. Resuming keeps ``config.registered`` (policy -> srelib registry name) of the
-        policies planned before that this call does not name."""
+        policies planned before that this call does not name.
+
+        Args:
+            config: The run's settings (JSON-ready; secrets are redacted before writing).
+            plan: The episode keys this call plans, or None.
+        """
         from srelib.env.sandbox import HOLDING_LEVELS, isolation_level, sandbox_mode
         from srelib.redact import redact
 
@@ -295,8 +340,15 @@ class RunStore:
             _replace(run_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
     def append(self, episode: Episode) -> bool:
-        """Append one episode and flush; returns False (writing nothing) if it is already stored,
-        by this store or by another writer."""
+        """Append one episode and flush.
+
+        Args:
+            episode: The episode to store.
+
+        Returns:
+            True when it was written; False (writing nothing) if it is already stored, by this
+            store or by another writer.
+        """
         with self._locked():
             self._catch_up()
             if episode.key in self.done:
@@ -397,7 +449,15 @@ def _replace(path: Path, content: str | bytes) -> None:
 
 def iter_episodes(path: str | os.PathLike) -> Iterator[Episode]:
     """The episodes stored in a run directory, skipping duplicates and corrupt lines (with a
-    :class:`CorruptLinesWarning` that counts them)."""
+    :class:`CorruptLinesWarning` that counts them).
+
+    Args:
+        path: The run directory.
+
+    Yields:
+        Each stored :class:`Episode` once; one whose grading failed only if it was never graded
+        since.
+    """
     episodes_path = Path(path) / EPISODES_FILE
     if not episodes_path.exists():
         return
@@ -473,19 +533,40 @@ def load_episode(source: Any, index: int = 0) -> dict:
 
 
 def run_directory(path: str | os.PathLike) -> Path:
-    """The run directory named by ``path``: the directory itself or its ``episodes.jsonl``."""
+    """The run directory named by ``path``.
+
+    Args:
+        path: A run directory or its ``episodes.jsonl``.
+
+    Returns:
+        The directory.
+    """
     path = Path(path)
     return path.parent if path.name == EPISODES_FILE and path.is_file() else path
 
 
 def load_config(path: str | os.PathLike) -> RunManifest:
-    """The parsed ``run.json`` of a run directory."""
+    """The parsed ``run.json`` of a run directory.
+
+    Args:
+        path: The run directory.
+
+    Returns:
+        Its manifest.
+
+    Raises:
+        ValueError: ``path`` is not a run directory.
+    """
     _require_run(path)
     return json.loads((Path(path) / RUN_FILE).read_text())
 
 
 def package_versions() -> dict[str, str]:
-    """Python, platform and the installed versions of the packages a run depends on."""
+    """Python, platform and the installed versions of the packages a run depends on.
+
+    Returns:
+        ``{"python": ..., "platform": ..., package: version}`` for those installed.
+    """
     from importlib import metadata
 
     versions = {"python": platform.python_version(), "platform": platform.platform()}
@@ -498,7 +579,11 @@ def package_versions() -> dict[str, str]:
 
 
 def git_revision() -> dict[str, Any] | None:
-    """The commit (and whether the tree is dirty) of the checkout srelib runs from, if any."""
+    """The commit (and whether the tree is dirty) of the checkout srelib runs from, if any.
+
+    Returns:
+        The commit and dirtiness, or None outside a git checkout.
+    """
     here = Path(__file__).resolve().parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,

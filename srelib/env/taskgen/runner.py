@@ -2,23 +2,24 @@
 
 The generator's own code is trusted, so the trees it builds (the bad tree and the fixed tree of
 each candidate) are observed in one plain ``python -I -S -B`` child per batch, imported from
-memory, instead of one sandbox per tree on disk; the probes' observations are recorded as the
-sandbox runner records them (plain JSON: return value, raised type, printed text) and judged
-by the checks here, as :mod:`srelib.env.verdicts` judges them. Agents' patches are still
-graded in the sandbox.
+memory, instead of one sandbox per tree on disk. The probes are observed by the code the sandbox
+runner observes them with (the child's source starts with :mod:`srelib.env.probe_observe`'s),
+each probe file importing its tree afresh as it does in its own sandbox child, and judged by
+:func:`srelib.env.verdicts.passes`, the grader's rule, so derivation and grading agree by
+construction. Agents' patches are still graded in the sandbox.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 
+from srelib.env.probe_observe import PER_TEST_S, program
 from srelib.env.sandbox import python
-from srelib.env.verdicts import Observation, decode_record
+from srelib.env.verdicts import Observation, checks_in, decode_record, passes
 
 _CHILD = r'''
-import contextlib, importlib.abc, importlib.util, io, json, random, sys
+import importlib.abc, importlib.util, json, sys
 
 
 class Tree(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -50,37 +51,25 @@ class Tree(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(self.files[path], module.__file__, "exec"), module.__dict__)
 
 
+install_alarm()
 results = []
-for n, job in enumerate(json.loads(sys.stdin.readline())):
-    tree = Tree(job["tree"])
-    sys.meta_path.insert(0, tree)
+for job in json.loads(sys.stdin.readline()):
     seen = {}
     for file, text in sorted(job["probes"].items()):
-        module = type(sys)(f"probes_{n}_{file[:-3]}")
+        tree = Tree(job["tree"])  # each probe file imports the tree afresh, as in its own sandbox child
+        sys.meta_path.insert(0, tree)
+        module_name = "probes_" + file[:-3]
         try:
-            exec(compile(text, file, "exec"), module.__dict__)
+            with alarm(job["per_test_s"]):
+                probes = load_probes(file, text, module_name)
         except BaseException:
-            continue
-        for name, probe in sorted(vars(module).items()):
-            if not (name.startswith("probe_") and callable(probe) and probe.__module__ == module.__name__):
-                continue
-            printed, value, raised = io.StringIO(), None, None
-            test_id = f"{file}::test_{name[len('probe_'):]}"
-            args = (random.Random(f"{job['seed']}:{test_id}"),) if probe.__code__.co_argcount else ()
-            try:
-                with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-                    value = probe(*args)
-            except BaseException as exc:
-                raised = {"type": type(exc).__name__, "message": str(exc)[:4000]}
-            try:
-                json.dumps(value)
-            except (TypeError, ValueError, RecursionError) as exc:
-                value, raised = None, {"type": "UnobservableValue", "message": str(exc)[:300]}
-            seen[test_id] = json.dumps({"id": test_id, "value": value, "raised": raised,
-                                        "printed": printed.getvalue()[:4000]})
-    sys.meta_path.remove(tree)
-    for name in tree.loaded:
-        sys.modules.pop(name, None)
+            probes = []
+        for test_id, probe in probes:
+            observation = observe_timed(probe, probe_rng(job["seed"], test_id), job["per_test_s"])
+            seen[test_id] = json.dumps({"id": test_id, **observation})
+        sys.meta_path.remove(tree)
+        for name in [*tree.loaded, module_name]:
+            sys.modules.pop(name, None)
     results.append(seen)
 sys.stdout.write(json.dumps(results))
 '''
@@ -90,8 +79,9 @@ def observe_many(jobs: list[tuple[dict[str, str], dict[str, str]]], timeout_s: f
                  seed: int = 0) -> list[dict[str, Observation]]:
     """For each ``(tree, probe files)``: ``{test id: Observation}`` of running the probes, those
     that draw inputs drawing them from ``seed`` as the sandbox runner does."""
-    specs = [{"tree": tree, "probes": probes, "seed": seed} for tree, probes in jobs]
-    run = subprocess.run([python(), "-I", "-S", "-B", "-c", _CHILD], capture_output=True,
+    specs = [{"tree": tree, "probes": probes, "seed": seed, "per_test_s": PER_TEST_S}
+             for tree, probes in jobs]
+    run = subprocess.run([python(), "-I", "-S", "-B", "-c", program(_CHILD)], capture_output=True,
                          input=(json.dumps(specs) + "\n").encode(), timeout=timeout_s)
     if run.returncode != 0:
         raise RuntimeError(f"hidden-test runner failed: {run.stderr.decode(errors='replace')[-500:]}")
@@ -107,17 +97,7 @@ def judge(checks: dict[str, str], observations: dict[str, Observation], seed: in
     (a check that takes two arguments redraws its probe's inputs from ``seed``)."""
     passed = {}
     for file, text in sorted(checks.items()):
-        namespace: dict = {"__name__": f"srelib_taskgen_checks.{file[:-3]}"}
-        exec(compile(text, f"<generated checks {file}>", "exec"), namespace)
-        for name, check in sorted(namespace.items()):
-            if not (name.startswith("test_") and callable(check)):
-                continue
+        for name, check in sorted(checks_in("taskgen", file, text).items()):
             test_id = f"{file}::{name}"
-            seen = observations.get(test_id)
-            args = (random.Random(f"{seed}:{test_id}"),) if check.__code__.co_argcount > 1 else ()
-            try:
-                ok = seen is not None and check(seen, *args) is None
-            except Exception:
-                ok = False
-            passed[test_id] = ok
+            passed[test_id] = passes(check, test_id, observations.get(test_id), seed)
     return passed

@@ -32,6 +32,16 @@ class ChatPolicyBase(ABC):
     ``max_failures`` consecutive failures the policy sends GIVE_UP, ending the episode cleanly.
     ``parse_failures`` counts every failure since the last reset; ``usage`` has one record per
     model call (tokens, latency) for the runner.
+
+    Args:
+        max_history: How many past exchanges a prompt keeps.
+        max_failures: Consecutive failed replies before the policy gives up.
+        obs_chars: The budget, in characters, of one rendered observation.
+        max_prompt_chars: The budget of a whole prompt; the oldest exchanges go first.
+        system_prompt: The system turn.
+
+    Raises:
+        ValueError: ``max_failures`` is below 1.
     """
 
     name = "chat"
@@ -54,7 +64,12 @@ class ChatPolicyBase(ABC):
         self._lanes: dict[Hashable, _Lane] = {}
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """Forget every episode's conversation; ``reset("task")`` (the seed's form) works too."""
+        """Forget every episode's conversation; ``reset("task")`` (the seed's form) works too.
+
+        Args:
+            seed: The episode's seed.
+            task_name: The episode's task.
+        """
         if isinstance(seed, str):
             seed, task_name = None, seed
         self.seed = seed
@@ -62,14 +77,25 @@ class ChatPolicyBase(ABC):
         self._lanes.clear()
 
     def reset_batch(self, episodes: Sequence) -> None:
-        """Start a lockstep group: ``episodes`` is ``[(seed, task_name), ...]``."""
+        """Start a lockstep group.
+
+        Args:
+            episodes: ``[(seed, task_name), ...]``, one per lane.
+        """
         self.reset(episodes[0][0] if episodes else None)
 
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         return self.act_batch([(observation, phase, task_name, None)])[0]
 
     def conversation(self, lane: Hashable = None) -> list[dict]:
-        """The messages the model would see now in ``lane`` (None: the single-episode lane)."""
+        """The messages the model would see now in ``lane``.
+
+        Args:
+            lane: The episode's lane (None: the single-episode lane).
+
+        Returns:
+            The chat messages, system turn first.
+        """
         found = self._lanes.get(lane)
         return found.transcript.messages() if found else []
 

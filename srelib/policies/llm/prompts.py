@@ -170,6 +170,14 @@ def render_observation(observation: dict, budget: int = 6000, tools: bool = Fals
     Valid actions and the phase's instructions are always included in full; the action
     result and the other variable fields share what is left of the budget. The last line asks
     for a JSON action, or with ``tools`` for a tool call.
+
+    Args:
+        observation: The environment's observation.
+        budget: About how many characters the text may take.
+        tools: Ask for a tool call rather than a JSON action.
+
+    Returns:
+        The text.
     """
     phase = observation.get("current_phase", 1)
     fixed_tail = (f"VALID ACTIONS:\n{render_valid_actions(list(observation.get('valid_actions') or []))}"

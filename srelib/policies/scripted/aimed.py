@@ -54,7 +54,12 @@ class AimedRepairPhase2Policy(EpisodeWatcher):
         self.reset()
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """New episode (the policy is deterministic; ``seed`` is accepted for the protocol)."""
+        """Start a new episode.
+
+        Args:
+            seed: The episode's seed (accepted for the protocol; the policy is deterministic).
+            task_name: The episode's task (accepted for the protocol; unused).
+        """
         self._stage = "start"
         self._blocks: list[Block] = []
         self._to_read: list[str] = []

@@ -26,7 +26,12 @@ class NullPhase1Policy:
     name = "null_p1"
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """Stateless: nothing to reset."""
+        """Stateless: nothing to reset.
+
+        Args:
+            seed: The episode's seed (unused).
+            task_name: The episode's task (accepted for the protocol; unused).
+        """
 
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         if phase == 1:
@@ -42,6 +47,9 @@ class RandomPhase2Policy(EpisodeWatcher):
     5. ``propose_patch`` of whatever diff it saw (empty without one). Re-proposing the bad
     commit's own diff rarely fixes anything, which is the point of a lower bound.
     In phase 1 (used alone in a joint episode) it hands over an empty belief.
+
+    Args:
+        seed: The seed of its random choices, until :meth:`reset` is given another.
     """
 
     name = "random_p2"
@@ -56,7 +64,12 @@ class RandomPhase2Policy(EpisodeWatcher):
         self._planned = False
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """New episode; with ``seed`` the random choices are redrawn from it."""
+        """Start a new episode.
+
+        Args:
+            seed: The episode's seed; the random choices are redrawn from it (None: from the constructor's).
+            task_name: The episode's task (accepted for the protocol; unused).
+        """
         self._rng = random.Random(self._base_seed if seed is None else f"{self._base_seed}:{seed}")
         self._clear()
 

@@ -52,6 +52,14 @@ class HeuristicPhase1Policy(EpisodeWatcher):
     ``max_deploy_checks`` bounds the deploy histories read while walking upstream;
     below ``doubt_below`` (the share of keyword evidence behind its fault guess) it reads the
     suspect's error logs once more before concluding.
+
+    Args:
+        investigate: How many of the loudest services get metrics and logs read.
+        max_deploy_checks: The most deploy histories read while walking upstream.
+        doubt_below: The evidence share below which it reads the suspect's logs again.
+
+    Raises:
+        ValueError: ``investigate`` or ``max_deploy_checks`` is below 1.
     """
 
     name = "heuristic_p1"
@@ -65,7 +73,12 @@ class HeuristicPhase1Policy(EpisodeWatcher):
         self.reset()
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """Forget the episode's evidence (``seed`` is accepted for the protocol; unused)."""
+        """Forget the episode's evidence.
+
+        Args:
+            seed: The episode's seed (accepted for the protocol; unused).
+            task_name: The episode's task (accepted for the protocol; unused).
+        """
         self._plan: list[dict] = []
         self._stage = "start"
         self._asked: tuple[str, str | None] | None = None

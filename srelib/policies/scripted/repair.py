@@ -38,7 +38,12 @@ class PartialRevertPhase2Policy(EpisodeWatcher):
         self.reset()
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """New episode (the policy is deterministic; ``seed`` is accepted for the protocol)."""
+        """Start a new episode.
+
+        Args:
+            seed: The episode's seed (accepted for the protocol; the policy is deterministic).
+            task_name: The episode's task (accepted for the protocol; unused).
+        """
         self._blocks: list[Block] | None = None  # the suspect's edit blocks, once diffed
         self._to_read: list[str] = []
         self._files: dict[str, str] = {}

@@ -91,7 +91,12 @@ class RevertPhase2Policy(EpisodeWatcher):
         self.reset()
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """New episode (the policy is deterministic; ``seed`` is accepted for the protocol)."""
+        """Start a new episode.
+
+        Args:
+            seed: The episode's seed (accepted for the protocol; the policy is deterministic).
+            task_name: The episode's task (accepted for the protocol; unused).
+        """
         self._asked: str | None = None  # which query the last action was
         self._last_step = -1
 
