@@ -17,7 +17,7 @@ EXTRA_OF = {
     "fastapi": "serve", "uvicorn": "serve", "websockets": "serve", "orjson": "serve",
     "uvloop": "serve", "mcp": "serve", "fastmcp": "serve", "h11": "serve", "pydantic": "serve",
     "pydantic_core": "serve", "inspect_ai": "inspect", "cryptography": "sign",
-    "sklearn": "dev",
+    "sklearn": "audit",
 }
 
 

@@ -158,9 +158,9 @@ def test_the_ladder_climbs_at_the_file_and_the_function_rung():
 
 
 def test_the_oracle_handoff_beats_the_null_one_with_a_ci_above_zero():
-    """At a small size (train tasks only); bench/bench_ceiling.py measures every task."""
-    tasks = ["circuit_breaker_noop", "memory_leak",
-             *[t for t in srelib.list_tasks("generated", "train") if t.startswith("none.")][:3]]
+    """On every sixth train task (bench/bench_ceiling.py measures every task): the gain is a
+    share of the tasks, so a handful of them would leave its CI at 0 by chance."""
+    tasks = ["circuit_breaker_noop", "memory_leak", *srelib.list_tasks("generated", "train")[::6]]
     frame = ceiling_episodes(AimedRepairPhase2Policy, None, tasks=tasks, seeds=2)
     gain = handoff_gain(frame).set_index("suite").loc["all"]
     assert gain["gain_low"] > 0 and gain["n_pairs"] == 2 * len(tasks)

@@ -12,6 +12,7 @@ from srelib.env import actions as A
 from srelib.env.actions import SERVICES
 from srelib.env.grading import score_trajectory
 from srelib.env.pools import HELDOUT_TASKS, TRAIN_TASKS
+from srelib.env.surface import EpisodeSurface, suite_key
 from srelib.env.task_ids import resolve, task_id
 from srelib.policies import call_reset
 
@@ -321,11 +322,12 @@ def test_phase2_protocol():
         "suspected_service": "orders", "suspected_fault_class": "memory_leak",
         "service_confidence": 0.9, "fault_confidence": 0.6, "reasoning": "heap climbs"})
     check_obs(obs, 2)
-    assert obs["bad_commit_sha"] == "a3f7c91" and info["phase"] == 2
+    bad = EpisodeSurface(suite_key(), 6, "memory_leak").sha("a3f7c91")  # as this episode shows it
+    assert obs["bad_commit_sha"] == bad and info["phase"] == 2
     assert "orders" in obs["issue"] and "0.90" in obs["issue"]
     assert obs["valid_actions"] == [a.value for a in A.PHASE2_ACTIONS]
     rec = env.trajectory[-1]
-    assert rec["phase"] == 1 and rec["effect"]["bad_commit_sha"] == "a3f7c91"
+    assert rec["phase"] == 1 and rec["effect"]["bad_commit_sha"] == bad
     assert rec["effect"]["belief"]["suspected_service"] == "orders"
     assert act(env, "view_alerts")[2] is False and not env.trajectory[-1]["valid"]
     assert not oracle_transition(env)[4]["valid"]  # only once
@@ -346,7 +348,7 @@ def test_bad_commit_sha_follows_the_belief(belief, expected):
     env.reset(task="memory_leak", pool="C", seed=7)
     act(env, "rollback_deploy", "orders")  # the incident's deploy is still what is handed over
     obs = act(env, "transition_to_phase2", belief=belief)[0]
-    assert obs["bad_commit_sha"] == expected
+    assert obs["bad_commit_sha"] == (expected and EpisodeSurface(suite_key(), 7, "memory_leak").sha(expected))
 
 
 def _all_observation_text(task, pool):

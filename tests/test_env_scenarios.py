@@ -12,6 +12,7 @@ from srelib.env.grading import harmful_actions
 from srelib.env.infra import ALERT_RULE_NAMES
 from srelib.env.repos import list_repos
 from srelib.env.sim_state import RELIEF_MINUTES
+from srelib.env.surface import EpisodeSurface, suite_key
 
 # docs/CONTRACTS.md, "Repositories and phase-1 deploys": (repo, bad commit or good sha, services)
 CONTRACT_DEPLOYS = {
@@ -32,6 +33,11 @@ SEEDS = (0, 1, 2)
 def repo_data_dir() -> Path:
     import srelib.env
     return Path(srelib.env.__file__).parent / "repo_data"
+
+
+def shown(task, seed, sha):
+    """The sha an episode of ``task`` at ``seed`` shows for the stored commit ``sha``."""
+    return EpisodeSurface(suite_key(), seed, task).sha(sha)
 
 
 def act(env, action_type, target=None, **params):
@@ -122,15 +128,16 @@ def test_repo_service_deploys_are_repo_commits(task):
     if not manifest.exists():
         pytest.skip(f"{repo} manifest not written yet")
     commits = json.loads(manifest.read_text())["commits"]
-    shas_in_repo = [c["sha"] for c in commits]
-    undeployed = commits[shas_in_repo.index(sha) + 1:]
+    stored = [c["sha"] for c in commits]
+    undeployed = commits[stored.index(sha) + 1:]
     assert undeployed, "the repository moved on after the deploy: the deployed sha is not the newest"
     for seed in SEEDS:
         env, _ = fresh(task, seed)
+        shas_in_repo = [shown(task, seed, s) for s in stored]
         for svc in services:
             deploys = act(env, "check_deploy_history", svc)[0]["action_result"]["deploys"]
             shas = [d["commit_hash"] for d in deploys]
-            assert shas[-1] == sha
+            assert shas[-1] == shown(task, seed, sha)
             assert all(s in shas_in_repo for s in shas)
             assert [shas_in_repo.index(s) for s in shas] == sorted(shas_in_repo.index(s) for s in shas)
             assert [d["timestamp"] for d in deploys] == sorted(d["timestamp"] for d in deploys)
@@ -144,7 +151,7 @@ def test_seeds_vary_surface_details_not_the_root_cause():
         seen_shas.add(act(env, "check_deploy_history", "database")[0]["action_result"]["deploys"][-1]["commit_hash"])
         seen_pages.add(act(env, "check_metrics", "cache")[0]["action_result"]["metrics"][0]["timestamp"])
         queue = act(env, "check_deploy_history", "queue")[0]["action_result"]["deploys"]
-        assert queue[-1]["commit_hash"] == "e1f4a02"
+        assert queue[-1]["commit_hash"] == shown("aliased_fault", seed, "e1f4a02")
         assert env.scenario.root_cause_service == "queue"
     assert len(seen_shas) > 3 and len(seen_pages) > 2
     assert all(re.fullmatch(r"[0-9a-f]{7}", s) for s in seen_shas)
@@ -267,7 +274,7 @@ def test_rollback_pops_history_and_cannot_be_repeated_for_free():
     before = act(env, "check_deploy_history", "orders")[0]["action_result"]["count"]
     obs, good, *_ = act(env, "rollback_deploy", "orders")
     assert env.trajectory[-1]["effect"]["cleared_faults"] == ["orders:memory_leak"]
-    assert env.trajectory[-1]["effect"]["rolled_back_to"] == "31aa72c"
+    assert env.trajectory[-1]["effect"]["rolled_back_to"] == shown("memory_leak", 0, "31aa72c")
     assert act(env, "check_deploy_history", "orders")[0]["action_result"]["count"] == before - 1
     obs, again, *_ = act(env, "rollback_deploy", "orders")  # rolls back a good deploy: harmful
     assert env.trajectory[-1]["effect"]["cleared_faults"] == []

@@ -5,6 +5,7 @@ file only, and a stale or edited file is refused."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -26,7 +27,9 @@ def cached(tmp_path, monkeypatch):
     """A fresh cache under ``tmp_path`` holding ``TASK``'s derived tests: ``(path, entry)``."""
     monkeypatch.setenv("SRELIB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(cache, "_WARNED", set())
+    monkeypatch.setattr(cache, "_DERIVING", [True])  # derived here, not taken from the package
     entry = derive_tests([TASK])[TASK]
+    monkeypatch.setattr(cache, "_DERIVING", [])
     return cache.cache_dir() / ENTRY, entry
 
 
@@ -34,8 +37,27 @@ def test_the_packaged_digests_are_this_generators(cached):
     """Run ``python -m srelib.analysis.suite_build`` when the generator changes; what it generates here
     must be what the digests say, or the cache would never be used."""
     assert cache._packaged() is not None, f"{cache.DIGEST_FILE} is for another generator"
-    assert cache._WRITTEN[ENTRY] == cache._packaged()[ENTRY]
+    assert hashlib.sha256(cache._WRITTEN[ENTRY].encode()).hexdigest() == cache._packaged()[ENTRY]
     assert cache.read(ENTRY) == cached[1]
+
+
+def test_an_entry_missing_from_the_cache_is_the_shipped_one_and_a_forged_one_is_not(cached,
+                                                                                    monkeypatch):
+    """A fresh machine reads the entries the package ships, checked against the packaged
+    digests: one edited in the shipped file is not used."""
+    path, entry = cached
+    path.unlink()
+    assert cache.read(ENTRY) == entry
+    shipped = json.loads(cache.ENTRIES_FILE.read_text(encoding="utf-8"))
+    shipped["entries"][ENTRY] = {**entry, "fail_to_pass": entry["pass_to_pass"][:1]}
+    forged = path.parent.parent / "forged_entries.json"
+    forged.write_text(json.dumps(shipped), encoding="utf-8")
+    monkeypatch.setattr(cache, "ENTRIES_FILE", forged)
+    cache._shipped.cache_clear()
+    try:
+        assert cache.read(ENTRY) is None
+    finally:
+        cache._shipped.cache_clear()
 
 
 def _comment_only_patch() -> str:

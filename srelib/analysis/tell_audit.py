@@ -377,7 +377,7 @@ def learned_commit_rows(train: list[Surface], test: list[Surface]) -> list[dict]
     ``bar`` and ``passes`` are as :func:`audit_surfaces` reports them.
 
     Raises:
-        srelib.extras.MissingExtra: scikit-learn is not installed (``pip install 'srelib[dev]'``).
+        srelib.extras.MissingExtra: scikit-learn is not installed (``pip install 'srelib[audit]'``).
     """
     from srelib.extras import require
 

@@ -40,9 +40,13 @@ import json
 import os
 import resource
 import sys
+from typing import TYPE_CHECKING
 
-# This source runs after srelib/env/probe_observe.py's (probe_observe.program): alarm,
-# install_alarm, load_probes, observe_timed, probe_rng, NOTE_CHARS and RECORD_CHARS are its.
+# This source runs after srelib/env/probe_observe.py's (probe_observe.program), which defines
+# the names below; the import is for the type checker only and never runs.
+if TYPE_CHECKING:
+    from srelib.env.probe_observe import (NOTE_CHARS, RECORD_CHARS, alarm, install_alarm,
+                                          load_probes, observe_timed, probe_rng)
 
 _BLOCKED_EVENTS = frozenset({
     "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",

@@ -103,7 +103,7 @@ class EpisodeSurface:
         self._key = key
         order = list(AUTHORS)
         random.Random(keyed(self._prefix + "authors", key)).shuffle(order)
-        self._authors = dict(zip(AUTHORS, order))
+        self._authors: dict[str, str] = dict(zip(AUTHORS, order))
 
     def sha(self, canonical: str) -> str:
         """The sha this episode shows for the commit (or deploy) ``canonical``."""

@@ -218,7 +218,7 @@ def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[t
             files[test_path] = t[test_path] + more
         return files
     feature, what = f(shape.feature), f(shape.what)
-    commits = [(f"{area}: add {what}", lambda t: {path: source, test_path: tests})]
+    commits: list[tuple[str, Make]] = [(f"{area}: add {what}", lambda t: {path: source, test_path: tests})]
     if rng.random() < 0.5:  # refactored before its feature, as the task's module may be
         commits.append(_refactor(other, path, test_path, what, area))
     commits.append((f"{area}: {feature}", ship))

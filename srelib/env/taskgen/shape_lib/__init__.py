@@ -53,6 +53,8 @@ def private_modules() -> tuple[ModuleType, ...]:
     modules = []
     for path in _private_paths():
         spec = importlib.util.spec_from_file_location(f"srelib_private_shapes.{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ValueError(f"private shape module {path} cannot be imported (not a .py file?)")
         module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(module)
