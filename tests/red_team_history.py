@@ -119,3 +119,32 @@ def lookup_rate(tasks: list[str], seed: int = 0, recompute: bool = True) -> floa
     """How often :class:`HashLookup` names the task an episode plays."""
     cheat = HashLookup(recompute)
     return sum(cheat.naming(shown_log(t, seed)[0], seed) == t for t in tasks) / len(tasks)
+
+
+def most_removed_py_rule(commits: list[dict]) -> list[str]:
+    """The shas of the commits (``commits`` newest first, the first commit left out) that touch
+    a ``.py`` file and remove the most lines: "the commit that removes lines from code"."""
+    from srelib.analysis.tell_audit import commit_shape
+
+    code = [c for c in commits[:-1] if any(f.endswith(".py") for f in c["files"])]
+    if not code:
+        return []
+    removed = {c["sha"]: commit_shape(c)["removed"] for c in code}
+    return [sha for sha, n in removed.items() if n == max(removed.values())]
+
+
+def classic_rule_rate(rule, seed: int = 0) -> tuple[float, float]:
+    """``(how often rule names the bad commit of a classic task, chance)``; a k-way tie
+    counts 1/k, chance is the mean of 1/commits."""
+    from srelib.env.scenarios import TASKS
+
+    hits, chance, n = 0.0, 0.0, 0
+    for task in TASKS:
+        k, count, commits = bad_index(task, seed)
+        if k is None:
+            continue
+        named = rule(commits)
+        n += 1
+        chance += 1 / count
+        hits += (commits[k]["sha"] in named) / len(named) if named else 0.0
+    return hits / n, chance / n

@@ -16,7 +16,8 @@ import pytest
 from srelib.analysis.tell_audit import MAX_OVER_CHANCE, Surface, _shape_fields, learned_commit_rows
 from srelib.env.taskgen import generated_suite
 
-from tests.red_team_history import HashLookup, lookup_rate, own_test_rule, rule_rate
+from tests.red_team_history import (HashLookup, classic_rule_rate, lookup_rate, most_removed_py_rule,
+                                   own_test_rule, rule_rate)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,6 +53,33 @@ def test_the_learned_commit_model_stays_under_the_bar():
                   "lines added [position]", "lines removed [position]",
                   "message template [masked]", "module-and-test rank from newest [position]"):
         assert rows[field]["passes"], rows[field]
+
+
+def test_the_classic_audit_finds_no_commit_tell():
+    """The hand-written histories' bad commits were the ones that remove lines (0.72 held-out,
+    bar 0.42): innocent commits now rewrite code, tests and docs too. Every bad-commit row of
+    the classic audit passes, the learned model over every commit shape included."""
+    from srelib.analysis.tell_audit import audit
+
+    rows = [r for r in audit("classic") if r["target"] == "bad_commit"]
+    assert "commit shape [learned]" in {r["field"] for r in rows}
+    assert all(r["passes"] for r in rows), [r for r in rows if not r["passes"]]
+
+
+def test_the_commit_that_removes_most_code_is_not_the_bad_one():
+    """"The commit that removes the most lines from a .py file" named the bad commit of 7 of the
+    9 classic fault tasks (0.78); now it stays at most chance + 25 points, on what an episode
+    shows."""
+    rate, chance = classic_rule_rate(most_removed_py_rule, seed=1)
+    assert rate <= chance + MAX_OVER_CHANCE, (rate, chance)
+
+
+def test_the_code_removal_rule_reads_the_log_it_is_given():
+    log = [{"sha": "c3", "files": ["README.md"], "diff": "-a\n-b\n-c\n"},
+           {"sha": "b2", "files": ["pkg/m.py"], "diff": "-x\n-y\n+z\n"},
+           {"sha": "a1", "files": ["pkg/m.py"], "diff": "+x\n+y\n"}]
+    assert most_removed_py_rule(log) == ["b2"]
+    assert most_removed_py_rule(log[:1] + log[2:]) == []
 
 
 def _synthetic(task: str, bad_at: int, n: int, marked: bool) -> Surface:

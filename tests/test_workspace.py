@@ -52,8 +52,9 @@ def test_search_literal_regex_and_glob(ws):
 
 def test_git_log_filters_by_path_and_count(ws):
     ok, result, _ = ws.execute("get_git_log", {})
-    assert ok and [c["sha"] for c in result["commits"]] == ["fdef408", "e07b3a8", "6c2d0e5", "a3f7c91",
-                                                             "31aa72c", "0e1d8b2"]
+    assert ok and [c["sha"] for c in result["commits"]] == ["eb44b02", "fdef408", "e07b3a8", "6c2d0e5",
+                                                             "7a1f4c2", "a3f7c91", "d3ec46b", "31aa72c",
+                                                             "0e1d8b2"]
     ok, result, _ = ws.execute("get_git_log", {"path": "orders/notifier.py"})
     assert ok and [c["sha"] for c in result["commits"]] == ["31aa72c"]
     ok, result, _ = ws.execute("get_git_log", {"n_commits": 1})

@@ -370,22 +370,8 @@ def _commit_rows(s: Surface, templates: Counter) -> list[list[float]]:
     return out
 
 
-def learned_commit_rows(train: list[Surface], test: list[Surface]) -> list[dict]:
-    """The learned model's audit row: gradient-boosted trees (scikit-learn) fitted on the
-    commits of ``train``'s fault tasks (bad or not) over every commit-shape field, predicting
-    the held-out tasks' bad commit as the one it scores highest. Its ``rate``, ``chance``,
-    ``bar`` and ``passes`` are as :func:`audit_surfaces` reports them.
-
-    Raises:
-        srelib.extras.MissingExtra: scikit-learn is not installed (``pip install 'srelib[audit]'``).
-    """
-    from srelib.extras import require
-
-    ensemble = require("sklearn.ensemble", "the tell audit's learned model")
-    train = [s for s in train if s.bad_commit]
-    test = [s for s in test if s.bad_commit]
-    if not train or not test:
-        raise ValueError("the learned model needs fault tasks on both sides")
+def _learned_hits(ensemble, train: list[Surface], test: list[Surface]) -> list[float]:
+    """Fit the model on ``train``'s commits; a hit per ``test`` task (1/k for a k-way tie)."""
     templates = Counter(t for s in train for t in s.commit_fields[_key("message template", "masked")])
     x, y = [], []
     for s in train:
@@ -397,8 +383,36 @@ def learned_commit_rows(train: list[Surface], test: list[Surface]) -> list[dict]
         scores = list(model.predict_proba(_commit_rows(s, templates))[:, 1])
         top = [sha for sha, p in zip(s.commits, scores) if p == max(scores)]
         hits.append(sum(s.bad_commit.startswith(sha[:7]) for sha in top) / len(top))
+    return hits
+
+
+def learned_commit_rows(train: list[Surface], test: list[Surface] | None = None) -> list[dict]:
+    """The learned model's audit row: gradient-boosted trees (scikit-learn) fitted on the
+    commits of ``train``'s fault tasks (bad or not) over every commit-shape field, predicting
+    the held-out tasks' bad commit as the one it scores highest. Without ``test`` it is
+    leave-one-task-out over ``train``, as :func:`audit_surfaces` is. Its ``rate``,
+    ``chance``, ``bar`` and ``passes`` are as :func:`audit_surfaces` reports them.
+
+    Raises:
+        ValueError: no fault task on one side (or, leave-one-out, fewer than two tasks).
+        srelib.extras.MissingExtra: scikit-learn is not installed (``pip install 'srelib[audit]'``).
+    """
+    from srelib.extras import require
+
+    ensemble = require("sklearn.ensemble", "the tell audit's learned model")
+    train = [s for s in train if s.bad_commit]
+    if test is None:
+        names = list(dict.fromkeys(s.task for s in train))
+        folds = [([s for s in train if s.task != n], [s for s in train if s.task == n]) for n in names]
+        held = train
+    else:
+        held = [s for s in test if s.bad_commit]
+        folds = [(train, held)]
+    if len(folds) < (1 if test is not None else 2) or not all(tr and te for tr, te in folds):
+        raise ValueError("the learned model needs fault tasks on both sides")
+    hits = [h for tr, te in folds for h in _learned_hits(ensemble, tr, te)]
     rate = sum(hits) / len(hits)
-    chance = _chance(train, test, "bad_commit")
+    chance = _chance(train, held, "bad_commit")
     bar = min(MAX_RATE, chance + MAX_OVER_CHANCE)
     return [{"field": "commit shape [learned]", "target": "bad_commit", "rate": round(rate, 3),
              "chance": round(chance, 3), "bar": round(bar, 3), "passes": rate <= bar + 1e-9}]
@@ -425,7 +439,8 @@ def classic_surfaces(seeds=CLASSIC_SEEDS) -> list[Surface]:
 
 def audit(suite: str = "generated", seeds=None) -> list[dict]:
     """The audit rows of ``suite`` (``"generated"``: train -> held-out, :data:`SEEDS`;
-    ``"classic"``: leave-one-task-out, :data:`CLASSIC_SEEDS`)."""
+    ``"classic"``: leave-one-task-out, :data:`CLASSIC_SEEDS`), the learned commit model's
+    (:func:`learned_commit_rows`) among them."""
     if suite == "generated":
         from srelib.env.taskgen import generated_suite
 
@@ -434,7 +449,8 @@ def audit(suite: str = "generated", seeds=None) -> list[dict]:
             split[info.split].append(task)
         return audit_tasks(split["train"], split["heldout"], seeds or SEEDS)
     if suite == "classic":
-        return audit_surfaces(classic_surfaces(seeds or CLASSIC_SEEDS))
+        surfaces = classic_surfaces(seeds or CLASSIC_SEEDS)
+        return audit_surfaces(surfaces) + learned_commit_rows(surfaces)
     raise ValueError(f"unknown suite {suite!r}; valid suites: 'generated', 'classic'")
 
 
