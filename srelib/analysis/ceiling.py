@@ -252,6 +252,25 @@ def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = 
     return pd.concat(runs, ignore_index=True)
 
 
+def sampled_ladder(real: Mapping[str, Any], seeds: int | Iterable[int] = 1,
+                   generated_tasks: int = 3, **evaluate_kwargs):
+    """The rows of the ``real`` phase-2 policies alone, after the oracle handoff, on a sample of
+    both suites: for a policy too slow for the whole ladder, such as the saved CPU agent of
+    ``make agent``, which can play out its whole step budget on every episode.
+
+    Args:
+        real: Phase-2 policy factories by name, as :func:`ladder_episodes` takes them.
+        seeds: Seeds per classic task.
+        generated_tasks: Evenly spaced tasks per generated split, one seed each.
+        **evaluate_kwargs: Passed on to :func:`suite_ladder` (``repairer``, ``workers``, ...).
+
+    Returns:
+        The :func:`suite_ladder` rows of ``real``'s policies, to concatenate with a ladder.
+    """
+    frame = suite_ladder(seeds, generated_tasks, real=real, joint={}, **evaluate_kwargs)
+    return frame[frame["policy"].isin(list(real))].reset_index(drop=True)
+
+
 def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):
     """Per suite and policy: episodes, mean repair and the share repaired in full
     (:func:`full_repair`), each with a bootstrap CI, and the mean localisation columns ``commit_diffed`` and ``bad_file_edited``.
