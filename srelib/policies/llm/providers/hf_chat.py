@@ -220,10 +220,10 @@ class HFTransformersChatPolicy(ChatPolicyBase):
     config_class = HFChatConfig
     defaults = {**ChatPolicyBase.defaults, **_PROMPT_DEFAULTS}
 
-    def __init__(self, config: ChatConfig | str | os.PathLike | None = None, /, *args: Any,
+    def __init__(self, config: ChatConfig | str | os.PathLike | None = None, /, *,
                  tokenizer: Any = None, **overrides: Any):
         loaded = overrides.pop("model") if _is_loaded(overrides.get("model")) else None
-        super().__init__(config, *args, **overrides)
+        super().__init__(config, **overrides)
         c = self.config
         if _is_loaded(c.model):
             raise TypeError("a config's model is a hub id or a folder; pass a loaded model as "
