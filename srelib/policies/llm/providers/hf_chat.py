@@ -54,6 +54,7 @@ _PROMPT_DEFAULTS = {"system_prompt": SYSTEM_PROMPT, "obs_chars": 6000, "max_hist
 @dataclass(kw_only=True)
 class HFChatConfig(ChatConfig):
     """:class:`~srelib.policies.llm.config.ChatConfig` plus how a local model loads and decodes.
+    The ChatConfig fields come first; these follow.
 
     Args:
         device_map: transformers' ``device_map`` on CUDA (None: load on the default device).
@@ -66,7 +67,6 @@ class HFChatConfig(ChatConfig):
             CUDA), True or False.
         static_cache: Re-encode into transformers' static cache (compiled decoding on CUDA).
         stop_at_action: End a reply once its action is complete.
-        **shared: The :class:`ChatConfig` fields.
 
     Raises:
         ValueError: ``static_cache`` with ``kv_cache=True``, or ``max_batch_size`` below 1.

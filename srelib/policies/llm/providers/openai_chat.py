@@ -42,6 +42,7 @@ class ReplyTimeout(TimeoutError):
 @dataclass(kw_only=True)
 class OpenAIChatConfig(ChatConfig):
     """:class:`~srelib.policies.llm.config.ChatConfig` plus the endpoint's own settings.
+    The ChatConfig fields come first; these follow.
 
     Args:
         base_url: The endpoint (default ``OPENAI_BASE_URL``, else OpenAI's).
@@ -50,7 +51,6 @@ class OpenAIChatConfig(ChatConfig):
         max_concurrency: Calls in flight at once in a batch.
         fold_system: Send the system prompt inside the first user turn (True), never (False),
             or learn it from the first refusal (None).
-        **shared: The :class:`ChatConfig` fields.
 
     Raises:
         ValueError: ``timeout`` not positive or ``max_concurrency`` below 1.
