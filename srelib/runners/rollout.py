@@ -31,7 +31,7 @@ __all__ = ["JOINT_POOLS", "EpisodeJob", "EvalConfig", "RayExecutor", "episode_re
 
 
 def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
-         pools: Sequence[str | None] = ("C",), seeds: int | Iterable[int] = 10,
+         pools: str | Sequence[str | None] | None = ("C",), seeds: int | Iterable[int] = 10,
          mode: str | None = None) -> list[EpisodeJob]:
     """The grid of episodes :func:`evaluate` runs: every policy x pool x pool task x seed.
 
