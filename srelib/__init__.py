@@ -41,6 +41,7 @@ _EXPORTS = {
     "verify_episode": "srelib.results.verify",
     "run_episode": "srelib.runners.rollout",
     "evaluate": "srelib.runners.rollout",
+    "EvalConfig": "srelib.runners.eval_config",
     "measure_null_context": "srelib.analysis.ceiling",
     "ceiling_table": "srelib.analysis.ceiling",
     "ceiling_episodes": "srelib.analysis.ceiling",
@@ -72,6 +73,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
     from srelib.results.signing import sign_run
     from srelib.results.verify import verify_episode
     from srelib.runners.rollout import run_episode, evaluate
+    from srelib.runners.eval_config import EvalConfig
     from srelib.analysis.ceiling import measure_null_context, ceiling_table, ceiling_episodes, summarize_ceiling
     from srelib.policies.registry import POLICY_CLASSES, scripted_policy, build_policy
     from srelib.analysis.ablations import ablate

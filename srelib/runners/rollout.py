@@ -19,18 +19,19 @@ from srelib.policies.base import supports_batch
 from srelib.policies.specs import describe, instantiate
 from srelib.results.settings import nonstandard_settings
 from srelib.results.store import Episode, RunStore, frame_from_episodes, iter_episodes
+from srelib.runners.eval_config import EvalConfig, eval_config, pool_list
 from srelib.runners.executors import RayExecutor, run_on, run_unit, work_units
 from srelib.runners.play import EpisodeJob, episode_record, reset_policy, run_episode
 from srelib.runners.rerun import scripted_name
 from srelib.runners.workers import process_pool
 
-__all__ = ["JOINT_POOLS", "EpisodeJob", "RayExecutor", "episode_record", "evaluate", "plan",
-           "reset_policy", "run_episode"]
+__all__ = ["JOINT_POOLS", "EpisodeJob", "EvalConfig", "RayExecutor", "episode_record", "evaluate",
+           "plan", "reset_policy", "run_episode"]
 
 
 
 def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
-         pools: Sequence[str | None] = ("C",), seeds: int | Iterable[int] = 10,
+         pools: str | Sequence[str | None] | None = ("C",), seeds: int | Iterable[int] = 10,
          mode: str | None = None) -> list[EpisodeJob]:
     """The grid of episodes :func:`evaluate` runs: every policy x pool x pool task x seed.
 
@@ -47,7 +48,7 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
         raise ValueError(f"seeds must be a count >= 1 or a non-empty list, got {seeds!r}")
-    pools = _as_list(pools)
+    pools = pool_list(pools)
     unknown = [p for p in pools if p is not None and p not in POOLS]
     if unknown:
         raise ValueError(f"unknown pools {unknown}; valid pools: {sorted(POOLS)} or None")
@@ -68,8 +69,14 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
              mode: str | None = None, workers: int = 1, executor: Executor | None = None,
              out: str | os.PathLike | None = None, resume: bool = True, progress: bool = True,
              null_repair: Mapping[str, float] | None = None, max_steps: int | None = None,
-             batch_size: int = 32, env: Callable[[], Any] | None = None) -> Any:
+             batch_size: int = 32, env: Callable[[], Any] | None = None,
+             config: EvalConfig | None = None) -> Any:
     """Run every policy on a grid of episodes and return one row per episode (a DataFrame).
+
+    The grid and its split (``tasks`` to ``batch_size``, but not ``policies``, ``executor``,
+    ``out``, ``resume``, ``progress`` or ``env``) may come as one :class:`EvalConfig` instead
+    of keywords (``evaluate(policies, config=EvalConfig(seeds=3))``), with the same frame;
+    ``run.json`` stores it under ``config`` (:meth:`EvalConfig.from_run` reads it back).
 
     ``policies`` maps a name to a policy or a zero-argument factory (a class, a
     ``functools.partial``, a function, a lambda). Each episode gets a fresh policy, so results
@@ -120,6 +127,7 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
         max_steps: caps the policy calls of each episode.
         batch_size: environments a batched policy plays in lockstep.
         env: a zero-argument factory of environments.
+        config: the grid and its split as one :class:`EvalConfig`, instead of their keywords.
 
     Returns:
         A pandas DataFrame, one row per episode (``srelib.results.COLUMNS``).
@@ -127,6 +135,7 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     Raises:
         ValueError: an empty or invalid grid (unknown policy, task, pool or mode), or a policy
             that cannot travel to a worker process.
+        TypeError: ``config`` given along with grid keywords away from their defaults.
         MissingExtra: pandas is not installed (the ``demo`` extra).
     """
     from srelib.extras import progress_bar, require
@@ -134,14 +143,15 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     require("pandas", "evaluate")  # before any episode runs: its result is a DataFrame
     if not policies:
         raise ValueError("policies is empty: pass a mapping of name -> policy or factory")
-    if workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    seeds = seeds if isinstance(seeds, int) else [int(s) for s in seeds]
-    jobs = plan(policies, tasks, pools, seeds, mode)
+    grid = eval_config(config, tasks=tasks, pools=pools, seeds=seeds, mode=mode,
+                       max_steps=max_steps, null_repair=null_repair, workers=workers,
+                       batch_size=batch_size)
+    max_steps, null_repair, workers, batch_size = (grid.max_steps, grid.null_repair,
+                                                   grid.workers, grid.batch_size)
+    jobs = plan(policies, grid.tasks, grid.pools, grid.seeds, grid.mode)
     store = RunStore(out, resume=resume) if out is not None else None
     if store is not None:
-        store.write_config(_run_config(policies, tasks, pools, seeds, mode, max_steps,
-                                       null_repair, workers), plan=[j.key for j in jobs])
+        store.write_config(_run_config(policies, grid), plan=[j.key for j in jobs])
     todo = [j for j in jobs if store is None or j.key not in store.done]
     finished: list[Episode] = []
     with progress_bar(total=len(jobs), initial=len(jobs) - len(todo), desc="episodes",
@@ -210,18 +220,8 @@ def _batch_policies(policies: Mapping[str, Any], names: set[str]) -> dict[str, A
     return built
 
 
-def _as_list(value: Any) -> list:
-    """A list from a list, a comma-separated string, or None (``[None]``)."""
-    if value is None or isinstance(value, str):
-        return [value] if value is None else [v.strip() for v in value.split(",") if v.strip()]
-    return list(value)
-
-
-def _run_config(policies: Mapping[str, Any], tasks: Any, pools: Any, seeds: Any,
-                mode: str | None, max_steps: int | None, null_repair: Any,
-                workers: int) -> dict:
+def _run_config(policies: Mapping[str, Any], grid: EvalConfig) -> dict:
     registered = {n: scripted_name(p) for n, p in policies.items()}
     return {"policies": {n: describe(p) for n, p in policies.items()},
-            "registered": {n: r for n, r in registered.items() if r is not None}, "tasks": tasks,
-            "pools": _as_list(pools), "seeds": seeds if isinstance(seeds, int) else list(seeds),
-            "mode": mode, "max_steps": max_steps, "null_repair": null_repair, "workers": workers}
+            "registered": {n: r for n, r in registered.items() if r is not None},
+            **grid.to_json()}

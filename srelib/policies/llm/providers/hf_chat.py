@@ -25,13 +25,16 @@ not.
 from __future__ import annotations
 
 import logging
+import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from srelib.extras import require
 from srelib.policies.llm import kv_cache
 from srelib.policies.llm.chat import ChatPolicyBase
+from srelib.policies.llm.config import ChatConfig
 from srelib.policies.llm.providers import provider
 from srelib.policies.llm.kv_cache import PrefixCache, Row
 from srelib.policies.llm.reply_end import ObjectTables, action_end
@@ -45,7 +48,43 @@ _DTYPES = ("auto", "bfloat16", "float32")
 STATIC_CACHE_STEP = 1024
 #: Prompt settings for a model saved without its own (see srelib.policies.llm.saved).
 _PROMPT_DEFAULTS = {"system_prompt": SYSTEM_PROMPT, "obs_chars": 6000, "max_history": 6,
-                    "max_prompt_chars": 24000, "max_new_tokens": 512, "tools": False}
+                    "max_prompt_chars": 24000, "max_tokens": 512, "tools": False}
+
+
+@dataclass(kw_only=True)
+class HFChatConfig(ChatConfig):
+    """:class:`~srelib.policies.llm.config.ChatConfig` plus how a local model loads and decodes.
+    The ChatConfig fields come first; these follow.
+
+    Args:
+        device_map: transformers' ``device_map`` on CUDA (None: load on the default device).
+        load_in_4bit: Load 4-bit (nf4) through bitsandbytes, when CUDA is there.
+        torch_dtype: ``"auto"`` (bf16 where the GPU has it natively, else fp32), ``"bfloat16"``
+            or ``"float32"``; never fp16.
+        top_p: Nucleus sampling's mass, when ``temperature > 0``.
+        max_batch_size: Conversations per ``generate`` call.
+        kv_cache: Keep each lane's keys/values between turns: ``"auto"`` (yes except on
+            CUDA), True or False.
+        static_cache: Re-encode into transformers' static cache (compiled decoding on CUDA).
+        stop_at_action: End a reply once its action is complete.
+
+    Raises:
+        ValueError: ``static_cache`` with ``kv_cache=True``, or ``max_batch_size`` below 1.
+    """
+
+    device_map: str | None = "auto"
+    load_in_4bit: bool = True
+    torch_dtype: Any = "auto"
+    top_p: float = 0.95
+    max_batch_size: int = 16
+    kv_cache: bool | str = "auto"
+    static_cache: bool = False
+    stop_at_action: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.static_cache and self.kv_cache is True:
+            raise ValueError("static_cache re-encodes every prompt; use kv_cache=False or 'auto'")
 
 
 def native_bf16() -> bool:
@@ -155,7 +194,10 @@ def model_access_problem(model_id: str, *, token: str | None = None,
 class HFTransformersChatPolicy(ChatPolicyBase):
     """Chat policy over a local causal LM: a hub id or folder, or a preloaded model+tokenizer.
 
-    The seed's parameters are kept (``model_id`` is accepted as the name of the first one).
+    Takes an :class:`HFChatConfig` (or a plain ``ChatConfig``) and/or its fields as keywords;
+    the model may come first by position. ``model_id_or_path`` and ``model_id`` are old names
+    of ``model``, ``max_new_tokens`` of ``max_tokens``. ``model=`` may also be a loaded model
+    (anything but a string or a path), given with its ``tokenizer=``.
     ``reset(seed=...)`` seeds sampling; with ``temperature=0`` decoding is greedy.
     ``tools=True`` renders the actions as tools through the chat template, when the template
     can render them (else a warning, and actions are read from the reply text), reads a
@@ -163,39 +205,41 @@ class HFTransformersChatPolicy(ChatPolicyBase):
     conversation in tool turns (:class:`~srelib.policies.llm.prompts.Transcript`), as TRL's GRPO
     rollouts do. A folder saved with prompt settings (:mod:`srelib.policies.llm.saved`, e.g. by
     ``srelib agent train``) supplies the defaults of ``system_prompt``, ``obs_chars``,
-    ``max_history``, ``max_prompt_chars``, ``max_new_tokens`` and ``tools``.
+    ``max_history``, ``max_prompt_chars``, ``max_tokens`` and ``tools``.
+
+    Args:
+        config: An :class:`HFChatConfig` or a ``ChatConfig``, or the model (a hub id or folder).
+        tokenizer: The tokenizer of a loaded model (default: the model's own, loaded).
+        **overrides: Config fields by name, over ``config``; ``model`` may be a loaded model.
+
+    Raises:
+        TypeError: An unknown keyword (the message lists the valid ones).
+        ValueError: No model, a tokenizer without a chat template, or a setting out of range.
     """
 
-    def __init__(self, model_id_or_path: str | None = None, *, model_id: str | None = None,
-                 device_map: str | None = "auto", load_in_4bit: bool = True,
-                 torch_dtype: Any = "auto", max_new_tokens: int | None = None,
-                 temperature: float = 0.2, top_p: float = 0.95, max_history: int | None = None,
-                 model: Any = None, tokenizer: Any = None, max_batch_size: int = 16,
-                 max_failures: int = 3, obs_chars: int | None = None,
-                 max_prompt_chars: int | None = None, kv_cache: bool | str = "auto",
-                 tools: bool | None = None, system_prompt: str | None = None,
-                 name: str | None = None, stop_at_action: bool = True,
-                 static_cache: bool = False):
-        source = model_id_or_path or model_id
-        if source is None and (model is None or tokenizer is None):
+    config_class = HFChatConfig
+    defaults = {**ChatPolicyBase.defaults, **_PROMPT_DEFAULTS}
+
+    def __init__(self, config: ChatConfig | str | os.PathLike | None = None, /, *,
+                 tokenizer: Any = None, **overrides: Any):
+        loaded = overrides.pop("model") if _is_loaded(overrides.get("model")) else None
+        super().__init__(config, **overrides)
+        c = self.config
+        if _is_loaded(c.model):
+            raise TypeError("a config's model is a hub id or a folder; pass a loaded model as "
+                            "model= to the policy, with tokenizer=")
+        source = c.model
+        if source is None and (loaded is None or tokenizer is None):
             raise ValueError("give model_id_or_path, or both model= and tokenizer=")
-        given = {"system_prompt": system_prompt, "obs_chars": obs_chars,
-                 "max_history": max_history, "max_prompt_chars": max_prompt_chars,
-                 "max_new_tokens": max_new_tokens, "tools": tools}
-        prompt = {**_PROMPT_DEFAULTS, **saved_settings(source),
-                  **{k: v for k, v in given.items() if v is not None}}
-        max_new_tokens, tools = prompt.pop("max_new_tokens"), prompt.pop("tools")
-        super().__init__(max_failures=max_failures, **prompt)
-        self.max_new_tokens, self.temperature = int(max_new_tokens), float(temperature)
-        self.top_p, self.max_batch_size = float(top_p), max(1, int(max_batch_size))
-        self.dtype = resolve_dtype(torch_dtype)
+        self.max_new_tokens, self.temperature = int(c.max_tokens), float(c.temperature)
+        self.top_p, self.max_batch_size = float(c.top_p), max(1, int(c.max_batch_size))
+        self.dtype = resolve_dtype(c.torch_dtype)
         if tokenizer is None:
             require("transformers", "srelib.policies.llm.providers.hf_chat")
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(source)
-        if model is None:
-            model = self._load(source, device_map, load_in_4bit)
+        model = loaded if loaded is not None else self._load(source, c.device_map, c.load_in_4bit)
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError("the tokenizer has no chat template; use an instruction-tuned "
                              "(chat) model or set tokenizer.chat_template")
@@ -204,17 +248,25 @@ class HFTransformersChatPolicy(ChatPolicyBase):
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer, self.model = tokenizer, model.eval()
         self.model_id = source or getattr(model.config, "name_or_path", "model")
-        self.name = name or f"hf:{self.model_id}"
+        self.name = c.name or f"hf:{self.model_id}"
         self.folds_system: bool | None = None  # learnt from the template on first use
-        if static_cache and kv_cache is True:
-            raise ValueError("static_cache re-encodes every prompt; use kv_cache=False or 'auto'")
-        self.kv_cache_setting, self.static_cache = kv_cache, bool(static_cache)
-        self.kv_cache = resolve_kv_cache(kv_cache, self._device()) and not self.static_cache
-        self.stop_at_action = bool(stop_at_action)
+        self.kv_cache_setting, self.static_cache = c.kv_cache, bool(c.static_cache)
+        self.kv_cache = resolve_kv_cache(c.kv_cache, self._device()) and not self.static_cache
+        self.stop_at_action = bool(c.stop_at_action)
         self._object_tables: ObjectTables | None = None
         self._prefixes = PrefixCache()
         self._calls = 0
-        self.tools = bool(tools) and self._template_renders_tools()
+        self.tools = bool(c.tools) and self._template_renders_tools()
+
+    def _saved_settings(self, config: ChatConfig) -> dict[str, Any]:
+        """The prompt settings saved in the model's folder (``max_new_tokens`` there sets
+        ``max_tokens``)."""
+        if _is_loaded(config.model):
+            return {}
+        saved = saved_settings(config.model)
+        if "max_new_tokens" in saved:
+            saved["max_tokens"] = saved.pop("max_new_tokens")
+        return saved
 
     @property
     def tool_turns(self) -> bool:
@@ -462,6 +514,11 @@ class HFTransformersChatPolicy(ChatPolicyBase):
             self.model(input_ids=ids[None].to(weight.device), cache=batch.cache, use_cache=True)
         self._prefixes.shared = batch.row(0, 0, ids)
         self._prefixes.shared_key = prefix
+
+
+def _is_loaded(model: Any) -> bool:
+    """Whether ``model`` is a loaded model rather than a hub id or a folder."""
+    return model is not None and not isinstance(model, (str, os.PathLike))
 
 
 def _as_list(value: Any) -> list:

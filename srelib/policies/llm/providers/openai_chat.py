@@ -3,30 +3,32 @@
 
 Each attempt has a time limit for connecting and reading the whole reply, and each call a
 total deadline over all its attempts, so a server that trickles its reply or stalls cannot hold
-a call past it. Retries are bounded, with exponential backoff on 429, 5xx, timeouts and dropped
-connections, waiting as long as a ``Retry-After`` header asks, up to a cap. Every call's tokens and latency land in ``usage``. ``act_batch`` runs up to
-``max_concurrency`` calls at once on plain threads, so it works the same inside Jupyter's
-running event loop, and a failed or malformed reply affects only its own conversation. The API
-key never appears in reprs, actions or logs.
+a call past it. The base (:class:`~srelib.policies.llm.chat.ChatPolicyBase`) retries 429, 5xx,
+timeouts and dropped connections with exponential backoff, waiting as long as a
+``Retry-After`` header asks, up to a cap. Every attempt's tokens and latency land in ``usage``.
+``act_batch`` runs up to ``max_concurrency`` calls at once on plain threads, so it works the
+same inside Jupyter's running event loop, and a failed or malformed reply affects only its own
+conversation. The API key never appears in reprs, actions or logs.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from srelib.extras import require
 from srelib.env.json_copy import valid_text
 from srelib.policies.llm.chat import ChatPolicyBase
+from srelib.policies.llm.config import ChatConfig
 from srelib.policies.llm.providers import provider
 from srelib.redact import remember_secret, scrub_secrets
-from srelib.policies.llm.prompts import SYSTEM_PROMPT, fold_system
+from srelib.policies.llm.prompts import fold_system
 
 log = logging.getLogger(__name__)
 
@@ -37,60 +39,93 @@ class ReplyTimeout(TimeoutError):
     """An attempt got no complete reply in time (its own limit, or the call's deadline)."""
 
 
+@dataclass(kw_only=True)
+class OpenAIChatConfig(ChatConfig):
+    """:class:`~srelib.policies.llm.config.ChatConfig` plus the endpoint's own settings.
+    The ChatConfig fields come first; these follow.
+
+    Args:
+        base_url: The endpoint (default ``OPENAI_BASE_URL``, else OpenAI's).
+        api_key: The key (default ``OPENAI_API_KEY``); never shown in the repr.
+        timeout: Seconds one attempt may take, connecting and reading the whole reply.
+        max_concurrency: Calls in flight at once in a batch.
+        fold_system: Send the system prompt inside the first user turn (True), never (False),
+            or learn it from the first refusal (None).
+
+    Raises:
+        ValueError: ``timeout`` not positive or ``max_concurrency`` below 1.
+    """
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 60.0
+    max_concurrency: int = 8
+    fold_system: bool | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.max_concurrency, bool) or not self.max_concurrency >= 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency!r}")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout!r}")
+
+
 @provider("openai")
 class OpenAIChatPolicy(ChatPolicyBase):
     """Chat policy over an OpenAI-compatible endpoint (the seed's parameters come first).
 
+    Takes an :class:`OpenAIChatConfig` (or a plain ``ChatConfig``) and/or its fields as
+    keywords; ``model``, ``max_history``, ``temperature`` and ``base_url`` may come by position.
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
     ``timeout`` bounds each attempt in seconds: connecting and reading the whole reply (a
     server that trickles its body cannot stretch it). ``deadline`` bounds the whole call,
-    retries and their waits included (default ``timeout * (max_retries + 1)``).
-    ``max_retries`` retries follow a failed attempt (so at most ``max_retries + 1`` attempts),
-    waiting ``backoff * 2**attempt`` seconds, or what the server's ``Retry-After`` asks if that
-    is longer, up to ``max_retry_after``; a wait that would pass the deadline ends the call
-    instead. Errors that retrying cannot fix (400, 401, 404) are not retried. A call that still
-    fails becomes a PARSE_ERROR action naming the error, and after ``max_failures`` consecutive failures the policy gives up (GIVE_UP).
-    ``fold_system=True`` sends the system prompt inside the first user turn, for models whose
-    chat template has no system role (Gemma behind vLLM or ``transformers serve``); the default
-    ``None`` learns it: the first time the server rejects a conversation, the folded form is
-    tried, and kept if it is accepted. ``tools=True`` sends the actions as function tools
-    (:func:`srelib.policies.llm.tools.tool_definitions`), reads the model's ``tool_calls`` and keeps
-    the conversation in tool turns (each result a ``tool`` message answering its call); a
+    retries and their waits included (default ``timeout * (max_retries + 1)``). Errors that
+    retrying cannot fix (400, 401, 404) are not retried. A call that still fails becomes a
+    PARSE_ERROR action naming the error, and after ``max_failures`` consecutive failures the
+    policy gives up (GIVE_UP). ``fold_system=True`` sends the system prompt inside the first
+    user turn, for models whose chat template has no system role (Gemma behind vLLM or
+    ``transformers serve``); the default ``None`` learns it: the first time the server
+    rejects a conversation (after its retries), the folded form is tried, and kept if it is
+    accepted. ``tools=True`` sends the actions as function tools
+    (:func:`srelib.policies.llm.tools.tool_definitions`), reads the model's ``tool_calls`` and
+    keeps the conversation in tool turns (each result a ``tool`` message answering its call); a
     server that rejects tools is asked again without them, and the policy then reads actions
     from the reply text, as it does by default. ``system_prompt`` replaces the default one (a
     model trained with its own, such as the agent ``srelib agent train`` saves).
+
+    Args:
+        config: An :class:`OpenAIChatConfig` or a ``ChatConfig``, or the model's name.
+        *args: ``max_history``, ``temperature``, ``base_url``, by position.
+        **overrides: Config fields by name, over ``config``.
+
+    Raises:
+        TypeError: An unknown keyword (the message lists the valid ones).
+        ValueError: A setting out of its range.
+        MissingExtra: ``openai`` is not installed (the ``llm`` extra).
     """
 
-    def __init__(self, model: str = "gpt-4o-mini", max_history: int = 8,
-                 temperature: float = 0.2, base_url: str | None = None, *,
-                 api_key: str | None = None, timeout: float = 60.0,
-                 deadline: float | None = None, max_retries: int = 3,
-                 backoff: float = 0.5, max_retry_after: float = 30.0, max_tokens: int = 600,
-                 max_concurrency: int = 8, max_failures: int = 3, obs_chars: int = 6000,
-                 max_prompt_chars: int = 32000, fold_system: bool | None = None,
-                 tools: bool = False, system_prompt: str = SYSTEM_PROMPT,
-                 name: str | None = None):
-        super().__init__(max_history=max_history, max_failures=max_failures,
-                         obs_chars=obs_chars, max_prompt_chars=max_prompt_chars,
-                         system_prompt=system_prompt)
+    config_class = OpenAIChatConfig
+    positional = ("model", "max_history", "temperature", "base_url")
+    defaults = {**ChatPolicyBase.defaults, "model": "gpt-4o-mini"}
+
+    def __init__(self, config: ChatConfig | str | None = None, /, *args: Any, **overrides: Any):
+        super().__init__(config, *args, **overrides)
         OpenAI = require("openai", "OpenAIChatPolicy").OpenAI
-        if max_retries < 0 or max_concurrency < 1 or timeout <= 0 or (deadline or 1) <= 0:
-            raise ValueError("need max_retries >= 0, max_concurrency >= 1, timeout > 0 and "
-                             "deadline > 0")
-        self.model, self.temperature, self.max_tokens = model, float(temperature), int(max_tokens)
-        self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
-        self.max_retry_after = float(max_retry_after)
-        self.deadline = self.timeout * (self.max_retries + 1) if deadline is None else float(deadline)
-        self.max_concurrency = int(max_concurrency)
-        self.fold_system = fold_system
+        c = self.config
+        self.model, self.temperature, self.max_tokens = c.model, float(c.temperature), int(c.max_tokens)
+        self.timeout = float(c.timeout)
+        if self.deadline is None:
+            self.deadline = self.timeout * (self.max_retries + 1)
+        self.max_concurrency = int(c.max_concurrency)
+        self.fold_system = c.fold_system
         self._fold_probed = False
-        self._fold_lock = threading.Lock()
-        self.tools = bool(tools)
+        self._probe_lock = threading.RLock()  # a tools probe asks again, folding
+        self.tools = bool(c.tools)
         self._tools_probed = False
-        self._item = threading.local()  # which conversation of a batch this thread serves
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.name = name or f"openai:{model}"
-        self._client = OpenAI(api_key=api_key or os.environ.get("OPENAI_API_KEY") or _UNSET_KEY,
+        self.base_url = c.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.name = c.name or f"openai:{c.model}"
+        self.config = replace(c, deadline=self.deadline)
+        self._client = OpenAI(api_key=c.api_key or os.environ.get("OPENAI_API_KEY") or _UNSET_KEY,
                               base_url=self.base_url, timeout=self.timeout, max_retries=0)
         remember_secret(self._client.api_key)  # scrubbed, in any case or encoding, from all we write
 
@@ -105,98 +140,88 @@ class OpenAIChatPolicy(ChatPolicyBase):
                 f"temperature={self.temperature}, max_concurrency={self.max_concurrency})")
 
     def _complete(self, conversations: list[list[dict]]) -> list[str | BaseException]:
-        if len(conversations) == 1:
-            return [self._call_item(0, conversations[0])]
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(conversations)),
+        """One attempt per conversation (the base retries), folded if the server needs that."""
+        deadline = self.call_deadline or time.monotonic() + self.deadline
+        sent = [fold_system(m) if self.fold_system else m for m in conversations]
+        if len(sent) == 1:
+            return [self._call_item(0, sent[0], deadline)]
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(sent)),
                                 thread_name_prefix="srelib-openai") as pool:
-            return list(pool.map(self._call_item, range(len(conversations)), conversations))
+            return list(pool.map(self._call_item, range(len(sent)), sent, [deadline] * len(sent)))
 
-    def _call_item(self, item: int, messages: list[dict]) -> str | BaseException:
-        """Serve conversation ``item`` of a batch; its usage records carry that index. Any
+    def _call_item(self, item: int, messages: list[dict], deadline: float) -> str | BaseException:
+        """One attempt at conversation ``item`` of a batch, recorded under that index. Any
         failure comes back as the exception, so it stays in this conversation's lane."""
-        self._item.value = item
+        start = time.monotonic()
         try:
-            return self._call(messages)
-        except Exception as error:  # noqa: BLE001 - one lane's failure is that lane's reply
+            body = self._attempt(messages, deadline)
+            data = _decode(body)
+            text = _reply_text(data, body)
+        except Exception as error:  # noqa: BLE001 - every failure becomes an observation
+            self._record(None, None, time.monotonic() - start, item=item,
+                         error=self._describe_error(error))
             return error
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        self._record(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")),
+                     time.monotonic() - start, item=item)
+        return text
 
-    def _call(self, messages: list[dict]) -> str | BaseException:
-        """One completion; without tools if the server turns them down (learnt once)."""
-        reply = self._call_folding(messages)
-        if self.tools and _server_refused(reply):
-            with self._fold_lock:
-                if self.tools and not self._tools_probed:
-                    self._tools_probed = True
-                    self.tools = False
-                    plain = self._call_folding(messages)
-                    if isinstance(plain, BaseException):
-                        self.tools = True
-                        return reply
-                    log.warning("the server rejected tools; reading actions from the reply "
-                                "text from now on")
-                    return plain
-            if not self.tools:
-                return self._call_folding(messages)
-        return reply
+    def _replies(self, conversations: list[list[dict]]) -> list[str | BaseException]:
+        """Retried replies; without tools for the conversations a server refused with them
+        (learnt once)."""
+        replies = self._folding(conversations, list(range(len(conversations))))
+        refused = [i for i, reply in enumerate(replies) if _server_refused(reply)]
+        if not (self.tools and refused):
+            return replies
+        with self._probe_lock:
+            if not self.tools or self._tools_probed:
+                return replies
+            self._tools_probed, self.tools = True, False
+            first = refused[0]
+            plain = self._folding([conversations[first]], [first])[0]
+            if isinstance(plain, BaseException):
+                self.tools = True
+                return replies
+            log.warning("the server rejected tools; reading actions from the reply text from "
+                        "now on")
+            replies[first] = plain
+            rest = refused[1:]
+            for lane, reply in zip(rest, self._folding([conversations[i] for i in rest], rest)):
+                replies[lane] = reply
+        return replies
 
-    def _call_folding(self, messages: list[dict]) -> str | BaseException:
-        """One completion, with the system prompt folded in if the server needs that."""
-        deadline = time.monotonic() + self.deadline
-        if self.fold_system:
-            return self._call_with_retries(fold_system(messages), deadline)
-        reply = self._call_with_retries(messages, deadline)
-        if self.fold_system is None and messages and messages[0]["role"] == "system":
-            if not isinstance(reply, BaseException):
-                self.fold_system = False
-            elif _server_refused(reply):
-                with self._fold_lock:  # one thread probes; the others wait for its verdict
-                    if self.fold_system is None and not self._fold_probed:
-                        self._fold_probed = True  # once, so an outage does not double every call
-                        folded = self._call_with_retries(fold_system(messages), deadline)
-                        if isinstance(folded, BaseException):
-                            return reply
-                        log.warning("the server rejected the system role; folding it into "
-                                    "the first user turn from now on")
-                        self.fold_system = True
-                        return folded
-                if self.fold_system:
-                    return self._call_with_retries(fold_system(messages), deadline)
-        return reply
-
-    def _call_with_retries(self, messages: list[dict], deadline: float) -> str | BaseException:
-        """One completion with retries, all before ``deadline`` (``time.monotonic``); the reply
-        text, or the exception that ended it."""
-        start, attempt = time.monotonic(), 0
-        while True:
-            try:
-                body = self._attempt(messages, deadline)
-                data = _decode(body)
-                text = _reply_text(data, body)
-                usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-                self._record(_count(usage.get("prompt_tokens")),
-                             _count(usage.get("completion_tokens")), time.monotonic() - start,
-                             attempts=attempt + 1, item=getattr(self._item, "value", 0))
-                return text
-            except Exception as error:  # noqa: BLE001 - every failure becomes an observation
-                wait = self._retry_wait(error, attempt)
-                if wait is not None and time.monotonic() + wait < deadline:
-                    log.warning("chat call failed (%s); retry %d of %d in %.2f s",
-                                self._describe_error(error), attempt + 1, self.max_retries, wait)
-                    time.sleep(wait)
-                    attempt += 1
-                    continue
-                self._record(None, None, time.monotonic() - start, attempts=attempt + 1,
-                             item=getattr(self._item, "value", 0),
-                             error=self._describe_error(error))
-                return error
-
-    def _retry_wait(self, error: BaseException, attempt: int) -> float | None:
-        """Seconds to wait before retrying after ``error``, or None: no retry."""
-        if attempt >= self.max_retries or not _retryable(error):
-            return None
-        wait = self.backoff * 2 ** attempt
-        asked = _retry_after(error)
-        return wait if asked is None else max(wait, min(asked, self.max_retry_after))
+    def _folding(self, conversations: list[list[dict]], items: list[int]) -> list[str | BaseException]:
+        """Retried replies; with the system prompt folded into the first user turn for the
+        conversations a server refused with a system role (learnt once)."""
+        if not conversations:
+            return []
+        deadline = self._deadline_from_now()
+        replies = self._with_retries(conversations, deadline, items)
+        if self.fold_system is not None:
+            return replies
+        system = [i for i, m in enumerate(conversations) if m and m[0]["role"] == "system"]
+        if any(not isinstance(replies[i], BaseException) for i in system):
+            self.fold_system = False
+            return replies
+        refused = [i for i in system if _server_refused(replies[i])]
+        with self._probe_lock:
+            if not refused or self.fold_system is not None or self._fold_probed:
+                return replies
+            self._fold_probed = True  # once, so an outage does not double every call
+            first = refused[0]
+            folded = self._with_retries([fold_system(conversations[first])], deadline,
+                                        [items[first]])[0]
+            if isinstance(folded, BaseException):
+                return replies
+            log.warning("the server rejected the system role; folding it into the first user "
+                        "turn from now on")
+            self.fold_system, replies[first] = True, folded
+            rest = refused[1:]
+            again = self._with_retries([conversations[i] for i in rest], deadline,
+                                       [items[i] for i in rest]) if rest else []
+            for lane, reply in zip(rest, again):
+                replies[lane] = reply
+        return replies
 
     def _attempt(self, messages: list[dict], deadline: float) -> bytes:
         """One request's reply body within ``timeout`` and before ``deadline``. It is read in a
@@ -242,6 +267,9 @@ class OpenAIChatPolicy(ChatPolicyBase):
                     raise ReplyTimeout("abandoned: the caller stopped waiting")
                 chunks.append(chunk)
         return b"".join(chunks)
+
+    def _retryable(self, error: BaseException) -> bool:
+        return super()._retryable(error) or _retryable(error)
 
     def _describe_error(self, error: BaseException) -> str:
         return scrub_secrets(f"{type(error).__name__}: {error}")
@@ -310,25 +338,6 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _retry_after(error: BaseException) -> float | None:
-    """Seconds a ``Retry-After`` (or ``retry-after-ms``) header of the error's response asks."""
-    headers = getattr(getattr(error, "response", None), "headers", None)
-    if headers is None:
-        return None
-    try:
-        if headers.get("retry-after-ms"):
-            return max(0.0, float(headers["retry-after-ms"]) / 1000)
-        value = headers.get("retry-after")
-        if not value:
-            return None
-        if value.strip().replace(".", "", 1).isdigit():
-            return float(value)
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def _server_refused(error: BaseException) -> bool:
     """The server answered, with an error status (not a timeout or a dead connection)."""
     require("openai", "srelib.policies.llm.providers.openai_chat")
@@ -338,6 +347,7 @@ def _server_refused(error: BaseException) -> bool:
 
 
 def _retryable(error: BaseException) -> bool:
+    """A timeout, a dropped connection, a rate limit or a server error."""
     require("openai", "srelib.policies.llm.providers.openai_chat")
     import openai
 
