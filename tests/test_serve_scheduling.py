@@ -120,3 +120,28 @@ def test_text_and_slow_actions_go_to_a_thread_and_plain_steps_stay_on_the_loop()
     assert on_thread(Step(SreAction(text="view_alerts")), env._env)
     assert on_thread(action("search_code", query="x"), env._env)
     assert not on_thread(action("view_alerts"), env._env)
+
+
+def test_an_mcp_tool_call_waits_its_turn_with_the_sessions_other_calls():
+    """An MCP tool call is the session's reset or step, scheduled as every route's: it waits
+    while another call of the session (a /sessions or /ws one) holds the session's turn, and a
+    plain step then runs on the loop."""
+    import asyncio
+
+    from srelib.serve.mcp import NEW_INCIDENT, tool_result
+
+    async def main():
+        env = SreEnvironment()
+        started = await tool_result(env, NEW_INCIDENT, {"task": "memory_leak", "pool": "A",
+                                                        "seed": 1})
+        assert not started["isError"]
+        turn = env._lock()
+        await turn.acquire()  # another route's call under way
+        call = asyncio.create_task(tool_result(env, "view_alerts", {}))
+        await asyncio.sleep(0.2)
+        assert not call.done()
+        turn.release()
+        result = await asyncio.wait_for(call, 30)
+        assert not result["isError"] and result["structuredContent"]["observation"]["steps_taken"] == 1
+
+    asyncio.run(main())
