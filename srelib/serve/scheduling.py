@@ -18,16 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srelib.extras import require
+
+require("pydantic", "srelib.serve.scheduling")
+from pydantic import ValidationError
+
 from srelib.env.actions import ActionType
 from srelib.env.core import IncidentEnv
 from srelib.env.lookup import in_memory, load_repo
 from srelib.env.spec import EpisodeSpec
 from srelib.serve.wire import ResetOptions, SreAction
 
-require("pydantic", "srelib.serve.scheduling")
-from pydantic import ValidationError
-
-__all__ = ["MEMO_CHECK_CHARS", "SLOW_ACTIONS", "Reset", "Step", "on_thread", "record_reset"]
+__all__ = ["MEMO_CHECK_CHARS", "SLOW_ACTIONS", "Call", "Reset", "Step", "on_thread",
+           "record_reset"]
 
 #: Actions that may wait on something other than this process's CPU (a time-limited search):
 #: always on a worker thread.
@@ -37,8 +39,8 @@ SLOW_ACTIONS = frozenset({ActionType.SEARCH_CODE.value})
 MEMO_CHECK_CHARS = 8_000
 #: ``(task, mode)`` of every reset of a named task this process has served: the first reset of
 #: a task in a mode builds what the process-wide memos then hold (its scenario, in p2_only its
-#: repository, the episode surface's keys), so only a later one may run on the loop. At most
-#: every task's id and name in each mode.
+#: repository, the episode surface's keys), so only a later one may run on the loop. Only a
+#: reset that succeeded is kept: at most every task's and suite's name and id in each mode.
 _STARTED: set[tuple[str, str]] = set()
 
 

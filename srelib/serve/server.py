@@ -9,6 +9,9 @@ its cap on concurrent sessions and its idle-session reaper. srelib adds:
   srelib, message for message as OpenEnv serves them but with each reply built from the
   environment's dict (about 5 us a reply with orjson, against 57 us for the pydantic round
   trip);
+* :mod:`srelib.serve.scheduling`: a session's calls one at a time, each on the event loop
+  unless it may build its task, search, read text or grade (then on a worker thread), decided
+  from what the environment already holds in memory;
 * typed Action / Observation / State models generated from the action vocabulary
   (``srelib.env.actions``) and the observation contract;
 * HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
@@ -56,8 +59,8 @@ from srelib.env.core import IncidentEnv
 from srelib.serve.guard import MAX_MESSAGE_BYTES, BodyLimit, Guard, timed_http
 from srelib.serve.mcp import McpLifecycle
 from srelib.serve.owners import Clients, TooManySessions, client_host
-from srelib.serve.sessions import Sessions
 from srelib.serve.scheduling import Call, Reset, Step, on_thread, record_reset
+from srelib.serve.sessions import Sessions
 from srelib.serve.wire import (NoEpisodeError, ResetOptions, SessionClosedError, SreAction,
                                SreObservation, SreState)
 from srelib.serve.ws import play_socket, websocket_protocol
