@@ -694,13 +694,13 @@ def test_a_client_far_ahead_of_a_busy_session_is_read_only_up_to_a_character_bud
     message is answered, in order."""
     import threading
 
-    from srelib.env import core
+    from srelib.serve import scheduling
     from srelib.serve import server as server_module
     from srelib.serve import ws as ws_module
 
     budget = 200_000
     monkeypatch.setattr(ws_module, "MAX_AHEAD_CHARS", budget)
-    monkeypatch.setattr(core, "_LOADED", set())  # a first reset: on a worker thread
+    monkeypatch.setattr(scheduling, "_STARTED", set())  # a first reset: on a worker thread
     peak, put = [0], ws_module._MeasuredQueue._put
 
     def measured(queue, item):

@@ -131,7 +131,8 @@ def test_resets_and_steps_answered_on_the_fast_path_get_the_replies_of_the_asgi_
     reply is the same text, and the fast path answers what runs on the event loop."""
     from websockets.sync.client import connect
 
-    from srelib.env import core, patching
+    from srelib.env import patching
+    from srelib.serve import scheduling
     from srelib.serve.ws import Lane
 
     answered, answer = [], Lane.answer
@@ -142,7 +143,7 @@ def test_resets_and_steps_answered_on_the_fast_path_get_the_replies_of_the_asgi_
         return reply
 
     monkeypatch.setattr(Lane, "answer", counted)
-    monkeypatch.setattr(core, "_LOADED", set())  # as in a fresh process
+    monkeypatch.setattr(scheduling, "_STARTED", set())  # as in a fresh process
     patching._MEMO.clear()
     with running() as url:
         address = url.replace("http", "ws") + "/ws"

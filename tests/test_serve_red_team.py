@@ -132,6 +132,7 @@ def test_a_transition_that_loads_the_repository_runs_on_a_worker_thread():
     from srelib.env import lookup
     from srelib.env.belief import belief_dict
     from srelib.env.pools import oracle_belief
+    from srelib.serve.scheduling import Step
     from srelib.serve.server import SreEnvironment
     from srelib.serve.wire import SreAction
 
@@ -140,6 +141,6 @@ def test_a_transition_that_loads_the_repository_runs_on_a_worker_thread():
     transition = SreAction(action_type="transition_to_phase2",
                            parameters={"belief": belief_dict(oracle_belief(env._env.scenario))})
     lookup.load_repo.cache_clear()
-    assert env.step_now(transition) is None
+    assert env.outcome_now(Step(transition)) is None
     lookup.load_repo(env._env.scenario.repo)
-    assert env.step_now(transition)[-1]["phase"] == 2
+    assert env.outcome_now(Step(transition))[-1]["phase"] == 2

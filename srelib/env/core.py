@@ -18,7 +18,7 @@ from .belief import BeliefState, belief_dict, coerce_belief
 from .infra import Infrastructure
 from .phase1 import Operations
 from .pools import oracle_belief, reset_choices
-from .lookup import get_scenario, in_memory, load_repo
+from .lookup import get_scenario
 from .scenarios import MAX_STEPS, Scenario
 from .spec import EpisodeSpec
 from .surface import EpisodeSurface, suite_key
@@ -49,11 +49,6 @@ _PHASE_TYPES = {
     2: [a.value for a in A.PHASE2_ACTIONS],
 }
 _VALID_P2 = tuple(_PHASE_TYPES[2])
-#: ``(task, mode)`` of every reset of a named task this process has started: what such a reset
-#: loads (the task's scenario; in p2_only its repository) is cached, so the next one does not
-#: build it again while the bounded memos keep it (:meth:`IncidentEnv.reset_loads`). At most
-#: every task's id and name in each mode.
-_LOADED: set[tuple[str, str]] = set()
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -190,44 +185,7 @@ class IncidentEnv:
                  "parameters": {"belief": b}}, 1, True, None, 0.0, {"belief": b, "oracle": True}, step=0))
             result = {"message": "Phase 1 was handed over with the oracle belief; work in the code."}
             message = "Episode started in phase 2"
-        if named is not None:
-            _LOADED.add((named, mode))
         return self._observation(result, True, message, 0.0), self._info()
-
-    @staticmethod
-    def reset_loads(task: str | None = None, pool: str | None = None,
-                    mode: str | None = None) -> bool:
-        """May ``reset(task, pool, mode)`` first load its task: build its scenario and, in
-        p2_only, its repository (up to tens of milliseconds, where a reset otherwise takes
-        under one)? False once a reset in this process has started the named ``task`` in that
-        mode, while what it loaded is still in memory (:func:`~.lookup.in_memory`); True for a
-        draw from a suite or a pool, whose task the seed picks."""
-        try:
-            mode = EpisodeSpec.resolve(task, pool, mode).mode
-        except ValueError:
-            return True
-        return (not isinstance(task, str) or (task, mode) not in _LOADED
-                or not in_memory(task, with_repo=mode == "p2_only"))
-
-    def transition_loads(self) -> bool:
-        """Would ``transition_to_phase2`` now load the task's repository (tens of milliseconds
-        the first time, where a step otherwise takes well under one)? True in phase 1 of an
-        episode that is not over, while the repository is not in memory."""
-        scenario = self.scenario
-        if scenario is None or self._phase != 1 or self._terminated or self._truncated:
-            return False
-        return load_repo.peek(scenario.repo) is None
-
-    def patch_runs_tests(self, diff: object) -> bool:
-        """Would proposing ``diff`` now run the task's hidden tests: the episode is in phase 2
-        and not over, and the grade of ``diff`` is not memoised? Any other ``propose_patch``
-        step costs what a plain step costs (invalid, inert, or graded from the memo)."""
-        scenario = self.scenario
-        if scenario is None or self._phase != 2 or self._terminated or self._truncated:
-            return False
-        from .patching import grade_memoised
-
-        return not grade_memoised(scenario.repo, scenario.name, diff)
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> StepResult:

@@ -15,7 +15,7 @@ from .repos import Repo, classic_repo, list_repos
 from .scenarios import SCENARIOS, Scenario, is_classic, unknown_task_message
 from .task_ids import is_opaque, resolve, task_id
 
-__all__ = ["TaskCard", "get_scenario", "load_repo", "task_card"]
+__all__ = ["TaskCard", "get_scenario", "in_memory", "load_repo", "task_card"]
 
 
 def get_scenario(name: str) -> Scenario:
@@ -49,9 +49,17 @@ def _generated(name: str) -> Scenario:
 
 
 def in_memory(task: str, with_repo: bool = False) -> bool:
-    """Would :func:`get_scenario` of ``task`` (a name or an opaque id), and with ``with_repo``
-    :func:`load_repo` of its repository, return without building anything? A generated
-    scenario or any repository evicted from its memo is built again. False for an unknown task."""
+    """Is ``task`` already built and held in memory? Asking builds nothing.
+
+    Args:
+        task: a task's name or opaque id (anything else, a suite included, is not a task).
+        with_repo: ask for its repository too (:func:`load_repo`).
+
+    Returns:
+        True when :func:`get_scenario` of ``task``, and with ``with_repo`` :func:`load_repo` of
+        its repository, would return without building anything; False for an unknown task and
+        for a generated scenario or any repository not built yet or evicted from its memo.
+    """
     try:
         name = resolve(task)
     except ValueError:

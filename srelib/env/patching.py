@@ -289,11 +289,21 @@ def grade_patch(repo_name: str, task: str, diff: object,
 
 def grade_memoised(repo_name: str, task: str, diff: object,
                    timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
-    """Is :func:`grade_patch`'s result for these arguments memoised, so that it returns without
-    applying the diff or running a test? Asking builds nothing: False before any grading in
-    this process (which probes the sandbox first), where grading would refuse to run, and
-    while the repository or the task's bug site is not in memory (loading them takes up to
-    tens of milliseconds)."""
+    """Is the grade of ``diff`` already known? Asking builds nothing and runs no test.
+
+    Args:
+        repo_name: the task's repository, as for :func:`grade_patch`.
+        task: the task's name, as for :func:`grade_patch`.
+        diff: the diff, as for :func:`grade_patch` (any value).
+        timeout_s: the time limit, as for :func:`grade_patch`.
+
+    Returns:
+        True when :func:`grade_patch` of these arguments is memoised, so that it returns
+        without applying the diff or running a test; False before any grading in this process
+        (which probes the sandbox first), where grading would refuse to run, and while the
+        repository or the task's bug site is not in memory (loading them takes up to tens of
+        milliseconds).
+    """
     repo, site = load_repo.peek(repo_name), site_units.peek(task)
     if not len(_MEMO) or repo is None or site is None:
         return False

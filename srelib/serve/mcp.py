@@ -20,9 +20,7 @@ only by its owner.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from typing import Any, Callable
 
 from srelib.extras import require
@@ -57,7 +55,6 @@ def action_tools(env) -> Any:
     from srelib._version import __version__
     from srelib.policies.llm.tools import tool_definitions
 
-    lock = threading.Lock()  # one call at a time on the session's environment
     server = FastMCP("srelib", version=__version__)
     tools = [(NEW_INCIDENT, "Start an incident (an episode); call it before any action.",
               _RESET_SCHEMA)]
@@ -65,23 +62,34 @@ def action_tools(env) -> Any:
               for t in tool_definitions()]
     for name, description, schema in tools:
         server.add_tool(FunctionTool(name=name, description=description, parameters=schema,
-                                     fn=_caller(env, name, lock)))
+                                     fn=_caller(env, name)))
     return server
 
 
-def _caller(env, name: str, lock: threading.Lock) -> Callable:
+def _caller(env, name: str) -> Callable:
     async def call(**arguments: Any) -> dict:
-        def play() -> dict:
-            with lock:
-                return tool_result(env, name, arguments)
-        return await asyncio.to_thread(play)  # off the event loop: grading runs tests
+        return await tool_result(env, name, arguments)
     call.__name__ = name
     return call
 
 
-def tool_result(env, name: str, arguments: dict) -> dict:
-    """MCP's ``CallToolResult`` for the tool ``name`` called on ``env``; a call the
-    environment refuses (an unknown reset option, no episode yet) is an error result."""
+async def tool_result(env, name: str, arguments: dict) -> dict:
+    """MCP's ``CallToolResult`` for the tool ``name`` called on ``env``.
+
+    The call is the session's reset or step, scheduled as every route's is
+    (:meth:`~srelib.serve.server.SreEnvironment.outcome`: one call of the session at a time,
+    on a worker thread where it may build, search or grade).
+
+    Args:
+        env: the session's :class:`~srelib.serve.server.SreEnvironment`.
+        name: the tool: :data:`NEW_INCIDENT` or an action's name.
+        arguments: the tool's arguments.
+
+    Returns:
+        The result: the observation as text and, as structured content, the observation,
+        reward and ``done``; a call the environment refuses (an unknown reset option, no
+        episode yet) is an error result.
+    """
     require("openenv", "srelib.serve.mcp")
     from openenv.core.env_server import serialize_observation
 
@@ -91,9 +99,9 @@ def tool_result(env, name: str, arguments: dict) -> dict:
 
     try:
         if name == NEW_INCIDENT:
-            observation = env.reset(**arguments)
+            observation = await env.reset_async(**arguments)
         else:
-            observation = env.step(SreAction(**action_from_tool_call(name, arguments)))
+            observation = await env.step_async(SreAction(**action_from_tool_call(name, arguments)))
     except (ValueError, RuntimeError) as exc:
         hint = f" (call {NEW_INCIDENT})" if isinstance(exc, NoEpisodeError) else ""
         return {"content": [{"type": "text", "text": f"{exc}{hint}"}], "isError": True}

@@ -1,19 +1,25 @@
-"""Clients of ``srelib serve``: OpenEnv's ``EnvClient`` for srelib, and :class:`RemoteEnv`.
+"""Clients of ``srelib serve``: one protocol core, with a blocking and an asyncio face.
 
-:class:`SreClient` is an ``openenv`` ``EnvClient`` (async; ``.sync()`` for blocking code) that
-speaks the typed models of :mod:`srelib.serve.server`. :class:`RemoteEnv` offers
-``IncidentEnv``'s own ``reset``/``step`` contract over the same protocol, so ``run_episode``,
-``evaluate(env=...)`` and the widgets run against a server unchanged; :class:`AsyncRemoteEnv`
-is its ``async`` twin, for many sessions on one event loop (a trainer's rollouts). Both speak
-through :mod:`srelib.serve.client`, at a fraction of ``EnvClient``'s cost per step::
+:class:`Protocol` is the client's side of the protocol without I/O: each operation (reset,
+step, the trajectory) is an :class:`Exchange` that says which message to send next and what
+the replies mean (the request built, the reply decoded, a session the server closed reopened
+once). Its two transports only carry the messages, over :mod:`srelib.serve.client`'s links:
+:class:`RemoteEnv` offers ``IncidentEnv``'s own ``reset``/``step`` contract on a blocking
+socket, so ``run_episode``, ``evaluate(env=...)`` and the widgets run against a server
+unchanged; :class:`AsyncRemoteEnv` the same with ``await``, for many sessions on one event loop
+(a trainer's rollouts)::
 
     env = srelib.RemoteEnv("http://127.0.0.1:8000")
     episode = srelib.run_episode(env, policy, task="memory_leak", pool="C", seed=7)
+
+:class:`SreClient` is OpenEnv's own ``EnvClient`` (async; ``.sync()`` for blocking code) for
+those who want its typed models; it sends actions as the core does, at several times the
+core's cost per step.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generator
 
 import srelib.serve.wire  # noqa: F401,I001 - first, so a missing OpenEnv names the serve extra
 
@@ -36,7 +42,7 @@ class SreClient(EnvClient[SreAction, SreObservation, SreState]):  # pyright: ign
     """OpenEnv's WebSocket client for ``srelib serve``: one server session per client."""
 
     def _step_payload(self, action: SreAction) -> dict:
-        return action.model_dump(exclude_unset=True, exclude={"metadata"})
+        return step_fields(action)
 
     def _parse_result(self, payload: dict) -> StepResult:
         fields = dict(payload.get("observation") or {})
@@ -49,55 +55,182 @@ class SreClient(EnvClient[SreAction, SreObservation, SreState]):  # pyright: ign
         return SreState(**payload)
 
 
-class _Messages:
-    """What :class:`RemoteEnv` and :class:`AsyncRemoteEnv` share: the messages they send and
-    what they make of the replies."""
+#: Errors after which a link must not be used again: the server has no session for this
+#: client any more, or a reply is late (OSError: ConnectionError, TimeoutError too), so the next
+#: reply could be the late one.
+LINK_LOST = (OSError, SessionClosedError)
 
-    url: str
-    _info: dict
 
-    def _check_url(self, url: str) -> None:
+def step_fields(action: Any) -> dict:
+    """The ``data`` of the step message that sends ``action``.
+
+    Args:
+        action: an action dict, text, a typed :class:`~srelib.serve.wire.SreAction`, or any
+            other value (sent as a parse error that says why it is not an action).
+
+    Returns:
+        The action's fields as the typed action dumps them.
+    """
+    fields = _plain_fields(action)
+    if fields is None:
+        typed = action if isinstance(action, SreAction) else _typed_action(action)
+        fields = typed.model_dump(exclude_unset=True, exclude={"metadata"})
+    return fields
+
+
+class Exchange:
+    """One operation of the protocol as a conversation: :attr:`message` is what to send next
+    until :attr:`done`, then :attr:`result` is the operation's result."""
+
+    def __init__(self, steps: Generator[dict, dict, Any]):
+        """Start the conversation.
+
+        Args:
+            steps: a generator that yields each message to send, is sent each reply's data (or
+                thrown the error that came instead) and returns the operation's result.
+        """
+        self._steps, self.done, self.result = steps, False, None
+        self.message: dict = {}
+        self.reply(None)
+
+    def reply(self, data: dict | None, error: Exception | None = None) -> None:
+        """Hand over what came back for :attr:`message`.
+
+        Args:
+            data: the reply's data (None with an error, and to start the conversation).
+            error: the error raised instead of a reply, if one was.
+
+        Raises:
+            Exception: ``error``, where the operation does not recover from it.
+        """
+        try:
+            self.message = self._steps.throw(error) if error is not None else self._steps.send(data)
+        except StopIteration as stop:
+            self.done, self.result = True, stop.value
+
+
+class Protocol:
+    """The client's side of the protocol for one server session, without I/O."""
+
+    def __init__(self, url: str, *, message_timeout: float, connect_timeout: float):
+        """Check the address and keep the timeouts.
+
+        Args:
+            url: the server's http(s):// or ws(s):// address.
+            message_timeout: seconds a reply may take.
+            connect_timeout: seconds the connection may take.
+
+        Raises:
+            ValueError: ``url`` is not such an address.
+        """
         if not isinstance(url, str) or not url.startswith(("http://", "https://", "ws://",
                                                            "wss://")):
             raise ValueError(f"url must be an http(s):// or ws(s):// address, got {url!r}")
-        self.url, self._info = url.rstrip("/"), {}
+        self.url, self.info = url.rstrip("/"), {}
+        self.records: list[dict] | None = []  # the trajectory as last fetched; None: stale
+        self.timeouts = {"message_timeout": message_timeout, "connect_timeout": connect_timeout}
 
-    def __repr__(self) -> str:
-        episode = f", task={self._info.get('task')}, seed={self._info.get('seed')}" \
-            if self._info else ""
-        return f"{type(self).__name__}({self.url!r}{episode})"
+    def reset(self, options: dict) -> Exchange:
+        """A reset: its result ``(obs, info)``; a session the server closed (idle) is reopened
+        once.
 
-    @property
-    def scenario(self):
-        from srelib.env.lookup import get_scenario
+        Args:
+            options: ``task``, ``pool``, ``mode`` and ``seed``, as ``IncidentEnv.reset`` takes
+                them.
 
-        return get_scenario(self._info["task"]) if self._info.get("task") else None
+        Returns:
+            The exchange.
+        """
+        return Exchange(self._reset({"type": "reset", "data": options}))
 
-    @staticmethod
-    def _reset_message(task, pool, mode, seed) -> dict:
-        return {"type": "reset", "data": {"task": task, "pool": pool, "mode": mode, "seed": seed}}
+    def step(self, action: Any) -> Exchange:
+        """A step: its result ``(obs, reward, terminated, truncated, info)``.
 
-    @staticmethod
-    def _step_message(action) -> dict:
-        fields = _plain_fields(action)
-        if fields is None:
-            fields = _typed_action(action).model_dump(exclude_unset=True, exclude={"metadata"})
-        return {"type": "step", "data": fields}
+        Args:
+            action: any value, as for ``IncidentEnv.step`` (:func:`step_fields`).
 
-    def _reset_result(self, data: dict) -> tuple[dict, dict]:
+        Returns:
+            The exchange.
+        """
+        return Exchange(self._step({"type": "step", "data": step_fields(action)}))
+
+    def trajectory(self) -> Exchange:
+        """The episode's step records: fetched from the session's state when a reset or a step
+        was sent since they last were.
+
+        Returns:
+            The exchange.
+        """
+        return Exchange(self._trajectory())
+
+    def _reset(self, message: dict):
+        self.records = None
+        try:
+            data = yield message
+        except SessionClosedError:  # the transport dropped the link: a fresh session
+            data = yield message
+        return self._observation(data)
+
+    def _step(self, message: dict):
+        self.records = None
+        data = yield message
         fields = data["observation"]
-        info = fields["info"]  # parsed for this call alone
-        self._info = dict(info)
-        return observation_dict(fields, data["done"]), info
-
-    def _step_result(self, data: dict) -> tuple[dict, float, bool, bool, dict]:
-        obs, info = self._reset_result(data)
-        fields = data["observation"]
+        obs, info = self._observation(data)
         return (obs, float(data.get("reward") or 0.0), bool(fields["terminated"]),
                 bool(fields["truncated"]), info)
 
+    def _trajectory(self):
+        if self.records is None:
+            self.records = (yield {"type": "state"}).get("trajectory") or []
+        return self.records
 
-class RemoteEnv(_Messages):
+    def _observation(self, data: dict) -> tuple[dict, dict]:
+        fields = data["observation"]
+        info = fields["info"]  # parsed for this call alone
+        self.info = dict(info)
+        return observation_dict(fields, data["done"]), info
+
+
+class _Face:
+    """What both transports share: the core, the link (opened on first use), the address and
+    the episode's scenario."""
+
+    def __init__(self, url: str, *, message_timeout: float = 120.0,
+                 connect_timeout: float = 10.0):
+        """A client of the server at ``url``; nothing is connected until the first call.
+
+        Args:
+            url: the server's http(s):// or ws(s):// address.
+            message_timeout: seconds a reply may take (then TimeoutError).
+            connect_timeout: seconds the connection may take.
+
+        Raises:
+            ValueError: ``url`` is not such an address.
+        """
+        self._core = Protocol(url, message_timeout=message_timeout,
+                              connect_timeout=connect_timeout)
+        self._link: Any = None
+
+    @property
+    def url(self) -> str:
+        """The server's address."""
+        return self._core.url
+
+    @property
+    def scenario(self):
+        """The episode's scenario (None before any reset)."""
+        from srelib.env.lookup import get_scenario
+
+        task = self._core.info.get("task")
+        return get_scenario(task) if task else None
+
+    def __repr__(self) -> str:
+        info = self._core.info
+        episode = f", task={info.get('task')}, seed={info.get('seed')}" if info else ""
+        return f"{type(self).__name__}({self.url!r}{episode})"
+
+
+class RemoteEnv(_Face):
     """An incident environment served by ``srelib serve`` at ``url``, with ``IncidentEnv``'s
     contract: ``reset(...) -> (obs, info)``, ``step(action) -> (obs, reward, terminated,
     truncated, info)``, ``trajectory`` and ``scenario``.
@@ -109,38 +242,40 @@ class RemoteEnv(_Messages):
     action: it is sent as a parse error whose reason says why, and costs a step.
     """
 
-    def __init__(self, url: str, *, message_timeout: float = 120.0,
-                 connect_timeout: float = 10.0):
-        self._check_url(url)
-        self._message_timeout, self._connect_timeout = message_timeout, connect_timeout
-        self._link: BlockingLink | None = None
-        self._trajectory: list[dict] | None = []
-
-    # ---- the IncidentEnv contract
-
     def reset(self, task: str | None = None, pool: str | None = None, mode: str | None = None,
               seed: int | None = None) -> tuple[dict, dict]:
-        """Start an episode on the server; bad task, pool, mode or seed raise ValueError."""
-        message = self._reset_message(task, pool, mode, seed)
-        try:
-            data = self._ask(message)
-        except SessionClosedError:  # the server closed an idle session: open a fresh one
-            data = self._ask(message)
-        self._trajectory = None
-        return self._reset_result(data)
+        """Start an episode on the server.
 
-    def step(self, action) -> tuple[dict, float, bool, bool, dict]:
-        """Apply one action on the server. Agent input never raises."""
-        data = self._ask(self._step_message(action))
-        self._trajectory = None
-        return self._step_result(data)
+        Args:
+            task: as for ``IncidentEnv.reset``.
+            pool: as for ``IncidentEnv.reset``.
+            mode: as for ``IncidentEnv.reset``.
+            seed: as for ``IncidentEnv.reset``.
+
+        Returns:
+            ``(obs, info)``, as ``IncidentEnv.reset``.
+
+        Raises:
+            ValueError: a bad task, pool, mode or seed.
+        """
+        options = {"task": task, "pool": pool, "mode": mode, "seed": seed}
+        return self._play(self._core.reset(options))
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        """Apply one action on the server. Agent input never raises.
+
+        Args:
+            action: any value, as for ``IncidentEnv.step``.
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)``, as ``IncidentEnv.step``.
+        """
+        return self._play(self._core.step(action))
 
     @property
     def trajectory(self) -> list[dict]:
         """The episode's step records (fetched from the server when they changed)."""
-        if self._trajectory is None:
-            self._trajectory = self._ask({"type": "state"}).get("trajectory") or []
-        return self._trajectory
+        return self._play(self._core.trajectory())
 
     def close(self) -> None:
         """Close the server session (the server frees it)."""
@@ -154,47 +289,38 @@ class RemoteEnv(_Messages):
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _ask(self, message: dict) -> dict:
-        if self._link is None:
-            self._link = BlockingLink(self.url, connect_timeout=self._connect_timeout,
-                                      message_timeout=self._message_timeout)
-        try:
-            return self._link.ask(message)
-        except (OSError, SessionClosedError):  # OSError: ConnectionError, TimeoutError too
-            self.close()  # the server has no session for this client any more, or a reply
-            raise         # is late: the next message goes on a fresh connection
+    def _play(self, exchange: Exchange) -> Any:
+        while not exchange.done:
+            self._link = self._link or BlockingLink(self.url, **self._core.timeouts)
+            try:
+                exchange.reply(self._link.ask(exchange.message))
+            except LINK_LOST as exc:
+                self.close()
+                exchange.reply(None, exc)
+        return exchange.result
 
 
-class AsyncRemoteEnv(_Messages):
+class AsyncRemoteEnv(_Face):
     """:class:`RemoteEnv` for asyncio: ``await env.reset(...)``, ``await env.step(action)``,
-    ``await env.close()`` (or ``async with``); many on one event loop share it, one server
-    session each."""
-
-    def __init__(self, url: str, *, message_timeout: float = 120.0,
-                 connect_timeout: float = 10.0):
-        self._check_url(url)
-        self._message_timeout, self._connect_timeout = message_timeout, connect_timeout
-        self._link: AsyncLink | None = None
+    ``await env.trajectory()``, ``await env.close()`` (or ``async with``); many on one event
+    loop share it, one server session each."""
 
     async def reset(self, task: str | None = None, pool: str | None = None,
                     mode: str | None = None, seed: int | None = None) -> tuple[dict, dict]:
         """As :meth:`RemoteEnv.reset`."""
-        message = self._reset_message(task, pool, mode, seed)
-        try:
-            data = await self._ask(message)
-        except SessionClosedError:
-            data = await self._ask(message)
-        return self._reset_result(data)
+        options = {"task": task, "pool": pool, "mode": mode, "seed": seed}
+        return await self._play(self._core.reset(options))
 
-    async def step(self, action) -> tuple[dict, float, bool, bool, dict]:
+    async def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
         """As :meth:`RemoteEnv.step`."""
-        return self._step_result(await self._ask(self._step_message(action)))
+        return await self._play(self._core.step(action))
 
     async def trajectory(self) -> list[dict]:
-        """The episode's step records, from the server."""
-        return (await self._ask({"type": "state"})).get("trajectory") or []
+        """The episode's step records (fetched from the server when they changed)."""
+        return await self._play(self._core.trajectory())
 
     async def close(self) -> None:
+        """Close the server session (the server frees it)."""
         link, self._link = self._link, None
         if link is not None:
             await link.close()
@@ -205,15 +331,15 @@ class AsyncRemoteEnv(_Messages):
     async def __aexit__(self, *exc) -> None:
         await self.close()
 
-    async def _ask(self, message: dict) -> dict:
-        if self._link is None:
-            self._link = await AsyncLink.connect(self.url, connect_timeout=self._connect_timeout,
-                                                 message_timeout=self._message_timeout)
-        try:
-            return await self._link.ask(message)
-        except (OSError, SessionClosedError):
-            await self.close()
-            raise
+    async def _play(self, exchange: Exchange) -> Any:
+        while not exchange.done:
+            self._link = self._link or await AsyncLink.connect(self.url, **self._core.timeouts)
+            try:
+                exchange.reply(await self._link.ask(exchange.message))
+            except LINK_LOST as exc:
+                await self.close()
+                exchange.reply(None, exc)
+        return exchange.result
 
 
 _SCALARS = (str, int, float, bool, type(None))

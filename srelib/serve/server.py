@@ -9,6 +9,9 @@ its cap on concurrent sessions and its idle-session reaper. srelib adds:
   srelib, message for message as OpenEnv serves them but with each reply built from the
   environment's dict (about 5 us a reply with orjson, against 57 us for the pydantic round
   trip);
+* :mod:`srelib.serve.scheduling`: a session's calls one at a time, each on the event loop
+  unless it may build its task, search, read text or grade (then on a worker thread), decided
+  from what the environment already holds in memory;
 * typed Action / Observation / State models generated from the action vocabulary
   (``srelib.env.actions``) and the observation contract;
 * HTTP sessions on ``/sessions`` (open, reset, step, state, close) for clients without a
@@ -52,14 +55,14 @@ from fastapi import Request  # resolved by FastAPI from this module's names
 require("pydantic", "srelib.serve.server")
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from srelib.env.actions import ActionType
 from srelib.env.core import IncidentEnv
 from srelib.serve.guard import MAX_MESSAGE_BYTES, BodyLimit, Guard, timed_http
 from srelib.serve.mcp import McpLifecycle
 from srelib.serve.owners import Clients, TooManySessions, client_host
+from srelib.serve.scheduling import Call, Reset, Step, on_thread, record_reset
 from srelib.serve.sessions import Sessions
-from srelib.serve.wire import (NoEpisodeError, SessionClosedError, SreAction, SreObservation,
-                               SreState)
+from srelib.serve.wire import (NoEpisodeError, ResetOptions, SessionClosedError, SreAction,
+                               SreObservation, SreState)
 from srelib.serve.ws import play_socket, websocket_protocol
 
 #: Where ``srelib serve`` listens unless told otherwise: this machine only.
@@ -73,20 +76,18 @@ CLIENT_SHARE = 0.25
 DEFAULT_READ_TIMEOUT_S = 10.0
 #: Options ``reset`` accepts.
 RESET_OPTIONS = ("task", "pool", "mode", "seed", "episode_id")
-#: Actions that may wait on something other than this process's CPU (a time-limited search) or
-#: cost more than a plain step: they run on a worker thread so that the event loop keeps serving
-#: other sessions. So do a text action (the environment reads it), a transition to phase 2
-#: that loads the repository, a patch whose grade is not memoised (grading runs tests in a
-#: sandbox) and a reset that may load its task first
-#: (:meth:`IncidentEnv.reset_loads`). Everything else runs on the loop itself, as cheap as in
-#: process (no thread hand-off).
-SLOW_ACTIONS = frozenset({ActionType.SEARCH_CODE.value})
-#: A longer diff goes to a worker thread without asking the grade memo: asking normalises it
-#: (up to about 2 ms on the loop for a diff of this many characters in many files).
-MEMO_CHECK_CHARS = 8_000
-
 class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
-    """One session's incident environment, in OpenEnv's ``Environment`` form.
+    """One session's incident environment: one core, with OpenEnv's and MCP's faces over it.
+
+    The core is :meth:`play` (a :class:`~srelib.serve.scheduling.Reset` or
+    :class:`~srelib.serve.scheduling.Step` played on the session's
+    :class:`~srelib.env.core.IncidentEnv`, returning its outcome) and :attr:`state`.
+    :meth:`outcome` plays a call where :mod:`srelib.serve.scheduling` says (the event loop, or a
+    worker thread for a call that may build, search or grade), one call of the session at a
+    time in the order they came; :meth:`outcome_now` plays it at once when it runs on the loop
+    and nothing of the session is under way (:mod:`srelib.serve.ws` answers such frames as they
+    arrive). OpenEnv's ``reset``/``step`` and their ``_async`` forms are these outcomes as wire
+    models; :attr:`mcp_server` serves the actions as MCP tools over the same ``reset``/``step``.
 
     What it keeps is bounded by construction: one episode (``reset`` starts afresh) of at most
     ``max_steps`` (40) records, each action a copy bounded by ``srelib.env.agent_input`` (1M
@@ -96,6 +97,7 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self):
+        """A session with no episode yet."""
         super().__init__()
         self._env: IncidentEnv | None = IncidentEnv()
         self._info: dict = {}
@@ -103,98 +105,41 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         self._mcp = None
         self._turn: asyncio.Lock | None = None  # one call at a time, made on the server's loop
 
-    def reset(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
-              task: Optional[str] = None, pool: Optional[str] = None,
-              mode: Optional[str] = None, **options: Any) -> SreObservation:
-        """Start an episode; unknown options and unknown task/pool/mode raise ValueError."""
-        return _observation(*self._reset(seed=seed, episode_id=episode_id, task=task, pool=pool,
-                                         mode=mode, **options))
+    # ---- the core
 
-    def step(self, action: SreAction, timeout_s: Optional[float] = None,
-             **options: Any) -> SreObservation:
-        return _observation(*self._step(action))
+    def play(self, call: Call) -> tuple:
+        """Play one call on this session's environment, here and now.
 
-    async def reset_async(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
-                          **options: Any) -> SreObservation:
-        """:meth:`reset` on the event loop, or on a worker thread when it may load its task
-        first; the session's calls run one at a time in the order they came."""
-        return _observation(*await self.reset_outcome(seed=seed, episode_id=episode_id,
-                                                      **options))
+        Args:
+            call: a :class:`~srelib.serve.scheduling.Reset` (its options are checked: strict
+                types, no unknown option) or a :class:`~srelib.serve.scheduling.Step`.
 
-    async def step_async(self, action: SreAction, timeout_s: Optional[float] = None,
-                         **options: Any) -> SreObservation:
-        """:meth:`step` on the event loop, or on a worker thread for :data:`SLOW_ACTIONS`, text
-        and a patch not graded yet; the session's calls run one at a time, as :meth:`reset_async`."""
-        return _observation(*await self.step_outcome(action))
+        Returns:
+            ``(obs, reward, terminated, truncated, info)`` as ``IncidentEnv`` gave them, before
+            any wire model (a reset's reward is None, its terminated and truncated False).
 
-    async def reset_outcome(self, /, **options: Any) -> tuple:
-        """:meth:`reset_async`'s ``(obs, reward, terminated, truncated, info)`` as
-        ``IncidentEnv`` gave them, before any wire model (:mod:`srelib.serve.ws` sends them).
-        ``self`` is positional only, here and in every reset, so that an option of that name is
-        refused as unknown, the same words by every route."""
-        async with self._lock():
-            if self._reset_loads(options):
-                return await asyncio.to_thread(self._reset, **options)
-            return self._reset(**options)
-
-    async def step_outcome(self, action: SreAction) -> tuple:
-        """:meth:`step_async`'s outcome, as :meth:`reset_outcome`'s."""
-        async with self._lock():
-            if self._slow(action):
-                return await asyncio.to_thread(self._step, action)
-            return self._step(action)
-
-    def reset_now(self, /, **options: Any) -> tuple | None:
-        """:meth:`reset_outcome` at once, for a caller that cannot wait: the outcome when the
-        reset runs on the event loop and no call of this session is under way, else None."""
-        if self._busy() or self._reset_loads(options):
-            return None
-        return self._reset(**options)
-
-    def step_now(self, action: SreAction) -> tuple | None:
-        """:meth:`step_outcome` at once, as :meth:`reset_now`."""
-        if self._busy() or self._slow(action):
-            return None
-        return self._step(action)
-
-    def _busy(self) -> bool:
-        return self._turn is not None and self._turn.locked()
-
-    @staticmethod
-    def _reset_loads(options: dict) -> bool:
-        """Does a reset with ``options`` run on a worker thread, its task perhaps loaded first?
-        Options it refuses are refused at once, on the loop."""
-        try:
-            body = _ResetBody.model_validate(options)
-        except ValidationError:
-            return False
-        return IncidentEnv.reset_loads(body.task, body.pool, body.mode)
-
-    def _slow(self, action: SreAction) -> bool:
-        """Does ``action`` run on a worker thread (:data:`SLOW_ACTIONS`, text, a transition that
-        loads the repository or a patch that may run the hidden tests)?"""
-        if action.text is not None or action.action_type in SLOW_ACTIONS:
-            return True
-        env = self._env
-        if action.action_type == ActionType.TRANSITION_TO_PHASE2.value:
-            return env is not None and env.transition_loads()
-        if action.action_type != ActionType.PROPOSE_PATCH.value:
-            return False
-        diff = (action.parameters or {}).get("diff")
-        if not isinstance(diff, str) or len(diff) > MEMO_CHECK_CHARS:
-            return True
-        return env is not None and env.patch_runs_tests(diff)
+        Raises:
+            ValueError: an unknown or ill-typed reset option, or an unknown task, pool or mode.
+            NoEpisodeError: a step before any reset.
+            SessionClosedError: the session was closed.
+        """
+        if isinstance(call, Reset):
+            return self._reset(**call.options)
+        return self._step(call.action)
 
     def _reset(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
                task: Optional[str] = None, pool: Optional[str] = None,
                mode: Optional[str] = None, **options: Any) -> tuple:
+        # ``self`` positional only, here and in every reset, so that an option of that name is
+        # refused as unknown, the same words by every route
         env = self._open_env()
         if options:
             raise ValueError(f"unknown reset options {sorted(options)}; valid options: "
                              f"{list(RESET_OPTIONS)}")
-        _ResetBody.model_validate({"seed": seed, "episode_id": episode_id, "task": task, "pool": pool,
-                                   "mode": mode})  # strict types, whichever route called
+        ResetOptions.model_validate({"seed": seed, "episode_id": episode_id, "task": task,
+                                     "pool": pool, "mode": mode})  # strict, whichever route
         obs, info = env.reset(task=task, pool=pool, mode=mode, seed=seed)
+        record_reset(task, info["mode"])
         self._info, self._episode_id = info, episode_id or uuid.uuid4().hex
         return obs, None, False, False, info
 
@@ -206,13 +151,10 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
         self._info = outcome[-1]
         return outcome
 
-    def _lock(self) -> asyncio.Lock:
-        if self._turn is None:
-            self._turn = asyncio.Lock()
-        return self._turn
-
     @property
     def state(self) -> SreState:
+        """The session's episode: its id, step count, task, pool, mode, seed, phase and
+        trajectory (an empty state before any reset)."""
         env, info = self._env, self._info
         if env is None or env.scenario is None:
             return SreState()
@@ -221,12 +163,80 @@ class SreEnvironment(Environment[SreAction, SreObservation, SreState]):
                         mode=info.get("mode"), seed=info.get("seed"), phase=info.get("phase"),
                         trajectory=env.trajectory)
 
+    # ---- scheduled on the server's event loop
+
+    async def outcome(self, call: Call) -> tuple:
+        """:meth:`play` on the event loop, or on a worker thread where
+        :func:`~srelib.serve.scheduling.on_thread` says; the session's calls run one at a time,
+        in the order they came.
+
+        Args:
+            call: the call, as for :meth:`play`.
+
+        Returns:
+            :meth:`play`'s outcome.
+        """
+        async with self._lock():
+            if on_thread(call, self._env):
+                return await asyncio.to_thread(self.play, call)
+            return self.play(call)
+
+    def outcome_now(self, call: Call) -> tuple | None:
+        """:meth:`outcome` at once, for a caller that cannot wait.
+
+        Args:
+            call: the call, as for :meth:`play`.
+
+        Returns:
+            :meth:`play`'s outcome when the call runs on the event loop and no call of this
+            session is under way, else None (nothing was played).
+        """
+        if self._busy() or on_thread(call, self._env):
+            return None
+        return self.play(call)
+
+    def _busy(self) -> bool:
+        return self._turn is not None and self._turn.locked()
+
+    def _lock(self) -> asyncio.Lock:
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        return self._turn
+
+    # ---- OpenEnv's face
+
+    def reset(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
+              task: Optional[str] = None, pool: Optional[str] = None,
+              mode: Optional[str] = None, **options: Any) -> SreObservation:
+        """Start an episode, here and now; unknown options and unknown task/pool/mode raise
+        ValueError."""
+        return _observation(*self.play(Reset(dict(
+            options, seed=seed, episode_id=episode_id, task=task, pool=pool, mode=mode))))
+
+    def step(self, action: SreAction, timeout_s: Optional[float] = None,
+             **options: Any) -> SreObservation:
+        """Take one action, here and now."""
+        return _observation(*self.play(Step(action)))
+
+    async def reset_async(self, /, seed: Optional[int] = None, episode_id: Optional[str] = None,
+                          **options: Any) -> SreObservation:
+        """:meth:`reset`, scheduled as :meth:`outcome` schedules it."""
+        return _observation(*await self.outcome(Reset(dict(options, seed=seed,
+                                                             episode_id=episode_id))))
+
+    async def step_async(self, action: SreAction, timeout_s: Optional[float] = None,
+                         **options: Any) -> SreObservation:
+        """:meth:`step`, scheduled as :meth:`outcome` schedules it."""
+        return _observation(*await self.outcome(Step(action)))
+
     def close(self) -> None:
         self._env = None
 
     def get_metadata(self) -> "SreMetadata":
         """srelib's name, version and description, the schemas and the reward range."""
         return metadata()
+
+    # ---- MCP's face
 
     @property
     def mcp_server(self):
@@ -279,16 +289,6 @@ def metadata() -> SreMetadata:
 
 # ---------------------------------------------------------------------------------------------
 # the app
-
-
-class _ResetBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)  # "5" is not a seed, as in process
-
-    task: Optional[str] = None
-    pool: Optional[str] = None
-    mode: Optional[str] = None
-    seed: Optional[int] = None
-    episode_id: Optional[str] = None
 
 
 class _StepBody(BaseModel):
@@ -401,7 +401,7 @@ def _add_sessions(app, server: HTTPEnvServer, sessions: Sessions, idle_timeout: 
         return {"session_id": session_id, "token": token}
 
     @app.post("/sessions/{session_id}/reset", tags=["Sessions"], summary="Start an episode")
-    async def reset_session(session_id: str, body: _ResetBody | None = None,
+    async def reset_session(session_id: str, body: ResetOptions | None = None,
                             x_session_token: str | None = Header(None)) -> dict:
         options = body.model_dump(exclude_unset=True) if body is not None else {}
         obs = await _run(session_id, _env(session_id, x_session_token).reset_async, **options)

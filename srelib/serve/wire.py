@@ -207,6 +207,19 @@ def observation_dict(fields: dict, done: bool) -> dict:
     return obs
 
 
+class ResetOptions(BaseModel):
+    """The options of a reset, as every route takes them: strict types (``"5"`` is not a seed,
+    as in process), nothing else."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    task: Optional[str] = None
+    pool: Optional[str] = None
+    mode: Optional[str] = None
+    seed: Optional[int] = None
+    episode_id: Optional[str] = None
+
+
 # ---------------------------------------------------------------------------------------------
 # the environment of one session
 

@@ -45,6 +45,7 @@ from pydantic_core import PydanticSerializationError
 
 from srelib.serve.frames import Boundaries, text_frame, whole_text
 from srelib.serve.guard import read_frame
+from srelib.serve.scheduling import Reset, Step
 from srelib.serve.sessions import Sessions
 from srelib.serve.wire import SreAction, observation_message
 
@@ -97,12 +98,12 @@ async def _reply(env: Any, session_id: str, sessions: Sessions, data: dict) -> s
     kind = data["type"]
     if kind == "reset":
         options = WSResetMessage(**data).data
-        outcome = await env.reset_outcome(**options)
+        outcome = await env.outcome(Reset(options))
         sessions.used(session_id)
         return observation_message(*outcome)
     if kind == "step":
         action = _action(data)
-        outcome = await env.step_outcome(action)
+        outcome = await env.outcome(Step(action))
         sessions.used(session_id, stepped=True)
         return observation_message(*outcome)
     if kind == "close":
@@ -130,8 +131,8 @@ class Lane:
             return None
         try:
             step = data["type"] == "step"
-            outcome = (self.env.step_now(_action(data)) if step
-                       else self.env.reset_now(**WSResetMessage(**data).data))
+            outcome = self.env.outcome_now(Step(_action(data)) if step
+                                           else Reset(WSResetMessage(**data).data))
             if outcome is None:
                 return None
             self.sessions.used(self.session_id, stepped=step)
