@@ -9,6 +9,11 @@ DEMO_STAMP := $(VENV)/.demo-installed
 # wheel; the package itself never pins torch (Colab and Runpod bring their own). --no-compile:
 # Python compiles what the tests import when they import it, not every file of every package.
 TEST_PINS := torch==2.13.0 transformers==5.24.0
+# the docstring linter (tests/test_docstring_lint.py) lives in a folder of its own: its
+# docstring_parser is a fork that installs under the name of the docstring_parser inspect_ai
+# needs, and in one environment whichever pip writes last wins
+LINTER_HOME := $(VENV)/pydoclint
+LINTER_PIN := "pydoclint>=0.12,<0.13"
 
 .PHONY: setup test test-fast test-gpu-paths test-bench test-cpus check-wheel docs demo lab bench clean agent outputs
 
@@ -16,6 +21,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --no-compile $(TEST_PINS) -e ".[llm,hf,notebooks,dev,docs]"
+	$(BIN)/pip install -q --no-compile --target $(LINTER_HOME) $(LINTER_PIN)
 	touch $(STAMP)
 
 $(DEMO_STAMP): pyproject.toml
