@@ -16,8 +16,10 @@ import pytest
 from srelib.analysis.tell_audit import MAX_OVER_CHANCE, Surface, _shape_fields, learned_commit_rows
 from srelib.env.taskgen import generated_suite
 
-from tests.red_team_history import (HashLookup, classic_rule_rate, lookup_rate, most_removed_py_rule,
-                                   own_test_rule, rule_rate)
+from tests.red_team_history import (HashLookup, burst_rule, classic_rule_rate, family_vote,
+                                   family_vote_rate, gap_rule, lookup_rate, most_removed_py_rule,
+                                   named_rate, named_site_rule, noon_rule, own_test_rule, rule_rate,
+                                   sprint_body_rule)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +35,65 @@ def test_the_own_test_rule_stays_near_chance(which):
     tasks = _split("train")[1::2] if which == "odd train" else _split("heldout")
     rate, chance = rule_rate(tasks)
     assert rate <= chance + MAX_OVER_CHANCE, (rate, chance)
+
+
+#: The fourth attacks (issue 45 red team, on main at 6a99c02, train odd / held-out, n=40):
+#: noon 1.00 / 1.00, burst 0.88 / 0.85, gap 0.48 / 0.35, sprint body 1.00 / 1.00, named site
+#: 1.00 / 1.00, against chance 0.04.
+FOURTH = {"noon": noon_rule, "burst": burst_rule, "gap": gap_rule, "sprint body": sprint_body_rule,
+          "named site": named_site_rule}
+
+
+@pytest.mark.parametrize("which", ["odd train", "heldout"])
+@pytest.mark.parametrize("rule", sorted(FOURTH))
+def test_no_date_or_naming_rule_finds_the_bad_commit(rule, which):
+    """Every commit is dated by one process blind to the bad commit, a body's area is its own
+    commit's and a commit that names a site names any of the repository's: each rule stays at
+    most chance + 25 points."""
+    tasks = _split("train")[1::2] if which == "odd train" else _split("heldout")
+    rate, chance = named_rate(FOURTH[rule], tasks[::3])
+    assert rate <= chance + MAX_OVER_CHANCE, (rule, rate, chance)
+
+
+@pytest.mark.parametrize("which", ["odd train", "heldout"])
+def test_the_file_tree_does_not_vote_for_the_family(which):
+    """Decoy sites were drawn from the task's own family half the time, so the family most of
+    the tree's modules belong to was the bug's in 0.81 (chance 0.14); now their shapes are
+    drawn whatever the family."""
+    tasks = _split("train")[1::2] if which == "odd train" else _split("heldout")
+    rate, chance = family_vote_rate(tasks[::3])
+    assert rate <= chance + MAX_OVER_CHANCE, (rate, chance)
+
+
+def test_the_date_and_naming_rules_read_the_log_they_are_given():
+    log = [{"sha": "d4", "date": "2025-01-15T15:10:00Z", "message": "b: one-shot b",
+            "files": ["pkg/b.py"]},
+           {"sha": "c3", "date": "2025-01-15T13:00:00Z", "message": "readme: describe the b thing",
+            "files": ["README.md"]},
+           {"sha": "b2", "date": "2025-01-15T12:20:00Z",
+            "message": "a: bounded a\n\nPart of this sprint's a work.", "files": ["pkg/a.py"]},
+           {"sha": "a1", "date": "2025-01-15T07:30:00Z", "message": "b: add the b thing",
+            "files": ["pkg/b.py", "tests/test_b.py"]}]
+    assert noon_rule(log) == ["b2"] and burst_rule(log) == ["b2"] and gap_rule(log) == ["b2"]
+    assert sprint_body_rule(log) == ["b2"] and named_site_rule(log) == ["d4"]
+    assert noon_rule(log[:1]) == ["d4"] and sprint_body_rule(log[:2]) == [] == named_site_rule(log[2:])
+
+
+def test_the_family_vote_counts_the_trees_modules():
+    from srelib.env.taskgen import candidates
+    from srelib.env.taskgen.bases import BASES
+    from srelib.env.taskgen.recipes import module_path
+    from srelib.env.taskgen.shape_lib import SHAPES
+
+    cs = [c for c in candidates().values() if c.service == "orders" and not SHAPES[c.shape].module.startswith("common/")]
+    one, other = cs[0], next(c for c in cs if SHAPES[c.shape].family != SHAPES[cs[0].shape].family)
+    paths = [module_path(SHAPES[c.shape], c) for c in (one, one, other)]
+    log = [{"files": [paths[0], "tests/test_x.py"]}, {"files": [paths[2]]}, {"files": ["README.md"]}]
+    package = BASES["orders"].package
+    assert set(family_vote(log, package)) >= {SHAPES[one.shape].family, SHAPES[other.shape].family}
+    log.append({"files": [module_path(SHAPES[c.shape], c)
+                          for c in cs if SHAPES[c.shape].family == SHAPES[one.shape].family][:3]})
+    assert family_vote(log, package) == [SHAPES[one.shape].family]
 
 
 def test_the_rule_reads_the_log_it_is_given():
