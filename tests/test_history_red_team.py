@@ -143,9 +143,11 @@ def test_the_code_removal_rule_reads_the_log_it_is_given():
     assert most_removed_py_rule(log[:1] + log[2:]) == []
 
 
-def _synthetic(task: str, bad_at: int, n: int, marked: bool) -> Surface:
+def _synthetic(task: str, bad_at: int, n: int, marked: bool, dated: str = "") -> Surface:
     """A task of ``n`` one-file commits whose bad one (at ``bad_at``), when ``marked``, alone
-    touches a module with its own test and removes lines."""
+    touches a module with its own test and removes lines. ``dated``: no dates (""), every
+    commit an hour after the last ("even"), or so but the bad one alone on the newest day's
+    noon and the later ones that afternoon ("noon", the tell of main at 6a99c02)."""
     commits = []
     for k in range(n):
         bad = k == bad_at
@@ -153,6 +155,10 @@ def _synthetic(task: str, bad_at: int, n: int, marked: bool) -> Surface:
         diff = "+x\n" * (k % 4 + 1) + ("-y\n-z\n" if bad and marked else "")
         commits.append({"sha": f"{task[-2:]}{k:05d}", "files": files, "diff": diff,
                         "message": f"change {k % 5}"})
+        if dated:
+            hour = 8 + k if dated == "even" else k if k < bad_at else 12 if bad else 13 + k - bad_at
+            day = 9 if dated == "noon" and k < bad_at else 15
+            commits[-1]["date"] = f"2025-01-{day:02d}T{hour % 24:02d}:{(7 * k) % 60:02d}:00Z"
     s = Surface(task, "orders", "memory", True, commits[bad_at]["sha"])
     s.commits = [c["sha"] for c in commits]
     s.commit_fields = {"place from oldest [position]": [str(k) for k in range(n)],
@@ -172,6 +178,24 @@ def test_the_learned_model_finds_a_shape_tell_and_only_one(marked):
         assert row["rate"] == 1.0 and not row["passes"]
     else:
         assert row["passes"] and row["rate"] <= row["chance"] + MAX_OVER_CHANCE
+
+
+@pytest.mark.parametrize("dated", ["noon", "even"])
+def test_the_audit_reads_commit_dates(dated):
+    """The date fields and the learner over them catch the noon tell (the bad commit alone at
+    noon, the earlier ones days before) and pass dates that mark nothing."""
+    from srelib.analysis.tell_audit import _marked_hits
+
+    train = [_synthetic(f"t{k:02d}", 2 + (k * 7) % 7, 9, False, dated) for k in range(40)]
+    test = [_synthetic(f"h{k:02d}", 2 + (k * 5) % 7, 9, False, dated) for k in range(30)]
+    chance = 1 / 9
+    rates = {f: sum(_marked_hits(train, test, f, "bad_commit")) / len(test)
+             for f in ("time of day (2 h) [position]", "gap to previous (log2 min) [position]")}
+    rates["commit shape [learned]"] = learned_commit_rows(train, test)[0]["rate"]
+    if dated == "noon":
+        assert all(r == 1.0 for r in rates.values()), rates
+    else:
+        assert all(r <= chance + MAX_OVER_CHANCE for r in rates.values()), rates
 
 
 def test_a_hash_table_of_the_public_generator_names_no_task():
