@@ -303,18 +303,35 @@ def test_private_shapes_join_only_a_keyed_suite(tmp_path):
     (tmp_path / "suite" / "shapes").mkdir(parents=True)
     (tmp_path / "suite" / "shapes" / "lru_private.py").write_text(_PRIVATE_SHAPE)
     code = ("import json; from srelib.env.taskgen import candidates, build_scenario;"
+            "from srelib.env.taskgen.shape_lib import PUBLIC_SHAPES;"
             "ids = [t for t in candidates() if t.endswith('_lru_private')];"
-            "print(json.dumps([len(ids), build_scenario(ids[0]).heldout]))")
+            "print(json.dumps([len(ids), build_scenario(ids[0]).heldout,"
+            " 'lru_private' in PUBLIC_SHAPES, 'lru' in PUBLIC_SHAPES]))")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SRELIB_CACHE": str(tmp_path / "cache"),
            "SRELIB_SUITE_KEY": str(key), "SRELIB_SUITE_DIR": str(tmp_path / "suite")}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    count, heldout = json.loads(run.stdout)
+    count, heldout, private_public, lru_public = json.loads(run.stdout)
     assert count > 0 and heldout is True
+    assert not private_public and lru_public  # the suite file counts its public-shape tasks apart
     from srelib.env.taskgen import candidates
 
     assert not [t for t in candidates() if t.endswith("_lru_private")]  # not in the public suite
+
+
+def test_the_suite_file_counts_the_tasks_whose_shape_is_public():
+    """A keyed suite of public shapes still shows public code (E2 of the issue 45 red team: the
+    public bad() text names the bad commit in 1.00): the suite file says how many tasks per
+    split have a public shape, every one on the public suite."""
+    from srelib.analysis.suite_build import public_shape_tasks
+    from srelib.env.taskgen.suite import suite_file
+
+    raw = json.loads(suite_file().read_text())
+    tasks = generated_suite().tasks
+    counts = public_shape_tasks(tasks)
+    assert raw["public_shape_tasks"] == counts
+    assert counts == {split: sum(i.split == split for i in tasks.values()) for split in ("train", "heldout")}
 
 
 def test_tasks_build_refuses_a_bad_key_or_shapes_without_one(tmp_path):
