@@ -141,20 +141,10 @@ def most_removed_py_rule(commits: list[dict]) -> list[str]:
 
 
 def classic_rule_rate(rule, seed: int = 0) -> tuple[float, float]:
-    """``(how often rule names the bad commit of a classic task, chance)``; a k-way tie
-    counts 1/k, chance is the mean of 1/commits."""
+    """``(how often rule names the bad commit of a classic task, chance)``, as :func:`named_rate`."""
     from srelib.env.scenarios import TASKS
 
-    hits, chance, n = 0.0, 0.0, 0
-    for task in TASKS:
-        k, count, commits = bad_index(task, seed)
-        if k is None:
-            continue
-        named = rule(commits)
-        n += 1
-        chance += 1 / count
-        hits += (commits[k]["sha"] in named) / len(named) if named else 0.0
-    return hits / n, chance / n
+    return named_rate(rule, list(TASKS), seed)
 
 
 # ─────────────────────────────────────────────── the fourth attacks (dates, names, tree)

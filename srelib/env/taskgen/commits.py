@@ -243,8 +243,7 @@ def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[t
     def f(text: str) -> str:
         return fill(text, other.noun, other.plural, base.package)
 
-    path = module_path(shape, other)
-    area = path.rsplit("/", 1)[-1][:-3]
+    what, path, area = site_of(other)
     test_path = f"tests/test_{area}.py"
     source, good, tests, more = f(shape.source), f(shape.good), f(shape.tests), f(shape.feature_tests)
     apart = rng.random() < 0.35
@@ -254,7 +253,7 @@ def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[t
         if not apart:
             files[test_path] = t[test_path] + more
         return files
-    feature, what = f(shape.feature), f(shape.what)
+    feature = f(shape.feature)
     commits: list[tuple[str, Make]] = [(f"{area}: add {what}", _component(path, test_path, source, tests))]
     if rng.random() < 0.5:  # refactored before its feature, as the task's module may be
         commits.append(_refactor(other, path, test_path, what, area))
