@@ -41,8 +41,10 @@ def own_test_rule(commits: list[dict]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=2048)  # the rules of one test module read the same episodes
 def shown_log(task: str, seed: int) -> tuple[list[dict], str | None]:
-    """``(the git log an oracle-handoff episode of task shows, its bad_commit_sha)``."""
+    """``(the git log an oracle-handoff episode of task shows, its bad_commit_sha)``; callers
+    read it and never change it."""
     env = IncidentEnv()
     obs, _ = env.reset(task=task, mode="p2_only", seed=seed)
     out = env.step(GIT_LOG)[0]["action_result"]
