@@ -336,3 +336,27 @@ def test_the_title_rarely_names_the_culprit(suite):
     hits = [first_named(get_scenario(t).title.lower()) == info.service
             for t, info in suite.tasks.items()]
     assert sum(hits) / len(hits) <= MAX_HIT_RATE / 2, sum(hits) / len(hits)
+
+
+def test_every_deployed_commit_is_dated_before_its_deploy():
+    """Commit dates are drawn blind to the bad commit (issue 45), and the culprit's deploys
+    ship commits dated before them: in every episode, each deploy's commit is in the log,
+    in the log's order, and shown dated before the deploy."""
+    from srelib.env.core import IncidentEnv
+
+    fault = [t for t in taskgen.candidates() if taskgen.FAMILIES[t.split(".")[0]].needs_fix]
+    for task in _sample(fault, 8, seed=12):
+        culprit = get_scenario(task).root_cause_service
+        for seed in (0, 5):
+            env = IncidentEnv()
+            env.reset(task=task, mode="joint", seed=seed)
+            deploys = env.step({"action_type": "check_deploy_history", "target_service": culprit,
+                                "parameters": {}})[0]["action_result"]["deploys"]
+            env.reset(task=task, mode="p2_only", seed=seed)
+            log = env.step({"action_type": "get_git_log",
+                            "parameters": {"n_commits": 50}})[0]["action_result"]["commits"]
+            shas = [c["sha"] for c in log]
+            places = [shas.index(d["commit_hash"]) for d in deploys]
+            assert places == sorted(places, reverse=True), (task, seed)  # newest first
+            for d, k in zip(deploys, places):
+                assert log[k]["date"] < d["timestamp"], (task, seed, d, log[k]["date"])

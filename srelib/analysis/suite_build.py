@@ -13,8 +13,10 @@ not written.
 
 :func:`rebuild` does it all in a fresh cache (:func:`srelib.env.taskgen.cache.rebuilding`, which
 also rewrites the cache's packaged digests) and writes the environment's
-:data:`srelib.env.taskgen.suite.SUITE_FILE`, which records this build's :func:`gate_key`; the
-environment reads that file and never plays a policy itself.
+:data:`srelib.env.taskgen.suite.SUITE_FILE`, which records this build's :func:`gate_key` and,
+per split, how many tasks have a bug shape srelib ships (:func:`public_shape_tasks`: on a keyed
+suite those bugs are still public code); the environment reads that file and never plays a
+policy itself.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from srelib.env.surface import key_id
 from srelib.env.taskgen import cache, suite
 from srelib.env.taskgen.family_lib import FAMILIES
 from srelib.env.taskgen.recipes import split_of
+from srelib.env.taskgen.shape_lib import PUBLIC_SHAPES
 from srelib.env.taskgen.suite import SuiteReport, TaskInfo, card_digest
 from srelib.env.taskgen.tasks import _candidates, derive_tests, task_history
 
@@ -103,6 +106,16 @@ def card(task: str, info: TaskInfo) -> dict:
             "split": info.split}
 
 
+def public_shape_tasks(tasks: dict) -> dict[str, int]:
+    """How many of ``tasks`` (id -> TaskInfo) in each split have a bug shape srelib ships
+    (:data:`~srelib.env.taskgen.shape_lib.PUBLIC_SHAPES`): their code is public, so on a keyed
+    suite a policy that embeds srelib can still find such a bug by its text."""
+    out = {"train": 0, "heldout": 0}
+    for task, info in tasks.items():
+        out[info.split] += _candidates()[task].shape in PUBLIC_SHAPES
+    return out
+
+
 def write_suite_file(report: SuiteReport) -> Path:
     """Write the suite file for ``report`` (see the module doc). A generator whose suite the
     tell audit flags is refused: ValueError, and the file stays as it was."""
@@ -112,7 +125,7 @@ def write_suite_file(report: SuiteReport) -> Path:
                          "'srelib tasks audit --suite generated' for the table")
     cards = {task: card(task, info) for task, info in sorted(report.tasks.items())}
     body = {"generator": cache.generator_key(), "gate": gate_key(), "digest": card_digest(cards),
-            "key": key_id(),
+            "key": key_id(), "public_shape_tasks": public_shape_tasks(report.tasks),
             "candidates": report.candidates, "tasks": cards,
             "rejected": {k: sorted(v) for k, v in sorted(report.rejected.items())},
             "tells": report.tells}

@@ -22,9 +22,11 @@ held-out tasks:
 Commit fields include each commit's *shape*: the files it touches, whether it touches a module
 with its own test, the lines it adds and removes (in powers of two), its subject's template with
 the repository's names masked, and where it sits among the commits that touch a module with its
-test. :func:`learned_commit_rows` fits a model (scikit-learn's gradient-boosted trees) over all
-of them at once, with how often train commits share the template, so a tell that only a
-combination of shapes carries is caught too.
+test, and its *date*: the time of day (two-hour buckets), the gaps to the commits before and
+after it (log2 minutes), its day counted back from the newest commit's, its rank within its day
+and how many commits share that day. :func:`learned_commit_rows` fits a model (scikit-learn's
+gradient-boosted trees) over all of them at once, with how often train commits share the
+template, so a tell that only a combination of shapes carries is caught too.
 
 Chance is 1/7 for the service, the mean of 1/commits for the bad commit, 0.5 for no-fault and,
 for the fault class, the better of 1/classes and the held-out share of the train's commonest
@@ -121,7 +123,13 @@ FIELDS = (
     ("lines added", "position", "commit"), ("lines removed", "position", "commit"),
     ("message template", "masked", "commit"),
     ("module-and-test rank from newest", "position", "commit"),
+    ("time of day (2 h)", "position", "commit"), ("gap to previous (log2 min)", "position", "commit"),
+    ("gap to next (log2 min)", "position", "commit"), ("day from newest", "position", "commit"),
+    ("rank in its day", "position", "commit"), ("commits that day", "position", "commit"),
 )
+#: The date fields (:func:`_date_fields`).
+DATE_FIELDS = ("time of day (2 h)", "gap to previous (log2 min)", "gap to next (log2 min)",
+               "day from newest", "rank in its day", "commits that day")
 
 
 def _key(name: str, kind: str) -> str:
@@ -231,6 +239,26 @@ def _shape_fields(commits: list[dict]) -> dict:
                                               for c in commits],
         _key("module-and-test rank from newest", "position"): [
             str(ranked.index(k)) if k in ranked else "-" for k in range(len(commits))],
+        **_date_fields(commits),
+    }
+
+
+def _date_fields(commits: list[dict]) -> dict:
+    """The date fields of ``commits`` (oldest first; "-" for all of them where a commit has no
+    ``date``): see the module doc."""
+    n = len(commits)
+    if not all(c.get("date") for c in commits):
+        return {_key(name, "position"): ["-"] * n for name in DATE_FIELDS}
+    minutes = [_minutes(c["date"]) for c in commits]
+    days = [m // 1440 for m in minutes]
+    gaps = [minutes[k + 1] - minutes[k] for k in range(n - 1)]
+    return {
+        _key("time of day (2 h)", "position"): [str(m % 1440 // 120) for m in minutes],
+        _key("gap to previous (log2 min)", "position"): ["-"] + [str(max(g, 0).bit_length()) for g in gaps],
+        _key("gap to next (log2 min)", "position"): [str(max(g, 0).bit_length()) for g in gaps] + ["-"],
+        _key("day from newest", "position"): [str(days[-1] - d) for d in days],
+        _key("rank in its day", "position"): [str(days[:k].count(d)) for k, d in enumerate(days)],
+        _key("commits that day", "position"): [str(days.count(d)) for d in days],
     }
 
 
@@ -352,7 +380,7 @@ def audit_surfaces(train: list[Surface], test: list[Surface] | None = None) -> l
 # ─────────────────────────────────────────────────────────────── the learned model
 #: The commit fields the learned model reads, as numbers (the template by its train count).
 _NUMERIC = ("files touched", "test with its module", "lines added", "lines removed",
-            "place from oldest", "place from newest")
+            "place from oldest", "place from newest", *DATE_FIELDS)
 
 
 def _commit_rows(s: Surface, templates: Counter) -> list[list[float]]:
@@ -363,11 +391,16 @@ def _commit_rows(s: Surface, templates: Counter) -> list[list[float]]:
     out = []
     for k in range(n):
         row = [float(f[_key(name, "position")][k] == "True") if name == "test with its module"
-               else float(f[_key(name, "position")][k]) for name in _NUMERIC]
-        row += [float(n), -1.0 if rank[k] == "-" else float(rank[k]),
+               else _number(f[_key(name, "position")][k]) for name in _NUMERIC]
+        row += [float(n), _number(rank[k]),
                 float(templates[f[_key("message template", "masked")][k]])]
         out.append(row)
     return out
+
+
+def _number(value: str) -> float:
+    """A position field's value as a number (-1 for "-", none)."""
+    return -1.0 if value == "-" else float(value)
 
 
 def _learned_hits(ensemble, train: list[Surface], test: list[Surface]) -> list[float]:

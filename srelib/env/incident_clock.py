@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 INCIDENT_DATE = date(2025, 1, 15)
+#: The page fires at a drawn minute of the incident day from PAGE_MINUTE on, at most PAGE_SPREAD - 1
+#: minutes later; every pre-page event moves back by up to MAX_SHIFT minutes with it.
+PAGE_MINUTE, PAGE_SPREAD, MAX_SHIFT = 14 * 60 + 25, 31, 3
 
 # day -> its date; bounded by construction: the days a scenario's minutes span (its deploy
 # history and the episode's step budget), a few dozen of ~60 bytes

@@ -21,7 +21,7 @@ from typing import Callable
 
 from .actions import SERVICES
 from .deploy_history import initial_history, innocent_deploy, later_deploys
-from .incident_clock import timestamp
+from .incident_clock import MAX_SHIFT, PAGE_MINUTE, PAGE_SPREAD, timestamp
 from .scenarios import METRIC_NAMES, ConditionSpec, LogTemplate, Scenario
 from .service_logs import generated_lines, log_entropy
 from .sim_state import (CALLEES, CPU, DEGRADED, DOWN, ERR, HEALTHY, MEM, NO_MASKS, P50, P95, P99,
@@ -95,8 +95,8 @@ class Infrastructure:
         rng = random.Random(hashlib.sha256(scenario.name.encode() + b"\0" + rng.randbytes(16)).digest())
         self.scenario = scenario
         pick = _picker(rng.randbytes(256))
-        shift = pick(4)  # every pre-page event moves together: the story stays consistent
-        self.page = self.now = 14 * 60 + 25 + pick(31)
+        shift = pick(MAX_SHIFT + 1)  # every pre-page event moves together: the story stays consistent
+        self.page = self.now = PAGE_MINUTE + pick(PAGE_SPREAD)
         before = self.page - shift
         jitter = rng.randbytes(len(SERVICES) * 7)
         self._base = tuple(

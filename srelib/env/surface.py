@@ -38,7 +38,7 @@ KEY_VARIABLE = "SRELIB_SUITE_KEY"
 DIR_VARIABLE = "SRELIB_SUITE_DIR"
 MIN_KEY_BYTES = 16
 _SHA_DIGITS = 7
-_MAX_JITTER_MIN = 45
+MAX_JITTER_MIN = 45  # the most minutes an episode moves a commit date
 
 
 def read_key_file(path: str | os.PathLike) -> bytes:
@@ -115,13 +115,13 @@ class EpisodeSurface:
 
     def dates(self, dates: list[str]) -> list[str]:
         """``dates`` (ISO, oldest first), each moved by up to a third of the gap to its
-        neighbours (at most :data:`_MAX_JITTER_MIN` minutes), so their order holds."""
+        neighbours (at most :data:`MAX_JITTER_MIN` minutes), so their order holds."""
         when = [datetime.fromisoformat(d.replace("Z", "+00:00")) for d in dates]
         rng = random.Random(keyed(self._prefix + "dates", self._key))
         out = []
         for k, t in enumerate(when):
             gaps = [abs((when[j] - t).total_seconds()) // 60 for j in (k - 1, k + 1) if 0 <= j < len(when)]
-            reach = int(min([_MAX_JITTER_MIN * 3, *gaps]) // 3)
+            reach = int(min([MAX_JITTER_MIN * 3, *gaps]) // 3)
             moved = t + timedelta(minutes=rng.randint(-reach, reach)) if reach else t
             out.append(moved.strftime("%Y-%m-%dT%H:%M:%SZ"))
         return out

@@ -15,16 +15,20 @@ picks it out:
   core, the core tests grouped in a class (touching one file);
 * the feature's tests now in the feature commit, now in a follow-up commit.
 
-The task's component lands among the other components and its feature at a drawn depth among
-the other commits; the ones after it land in the hours after it. Every
-draw comes from the candidate's stream (:func:`.recipes.rng_for`), keyed by the suite key.
+The decoy sites' shapes are drawn without regard to the task's family, and a commit that names
+a site (a helper "for" it, a core fix "seen by" it, a README line or a note on it) names one
+drawn among all of the repository's sites alike. The task's component lands among the other
+components and its feature at a drawn depth among the other commits. Every commit's date comes
+from one process that does not know which commit is the bad one (:func:`_dates`). Every draw
+comes from the candidate's stream (:func:`.recipes.rng_for`), keyed by the suite key.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from typing import Callable
+from datetime import datetime, timedelta
+from typing import Callable, NamedTuple
 
 from srelib.env.deploy_notes import AUTHORS
 
@@ -35,7 +39,7 @@ from .shapes import fill
 from .family_lib import FAMILIES
 
 #: Commit bodies, drawn alike for every commit after the base: none says whether it changes
-#: behaviour.
+#: behaviour; ``{area}`` is the commit's own area (its subject's prefix).
 BODIES = ("", "", "With tests.", "Follow-up from review.", "Small change; see the diff.",
           "Part of this sprint's {area} work.")
 #: Words a page of each symptom uses; decoy commits say them.
@@ -107,8 +111,25 @@ def _words(c: Candidate, rng: random.Random) -> str:
 Make = Callable[[dict], dict]
 
 
-def _plain_kinds(c: Candidate, what: str, path: str, area: str) -> dict[str, tuple[str, Make]]:
-    """The one-file innocent commits, each ``(subject, make files from the tree)``."""
+class Site(NamedTuple):
+    """A site of the repository as its commits name it: what it holds, its module, its area."""
+
+    what: str
+    path: str
+    area: str
+
+
+def site_of(c: Candidate) -> Site:
+    """The site of ``c`` (its shape at its noun) in ``c``'s service's repository."""
+    shape = SHAPES[c.shape]
+    path = module_path(shape, c)
+    return Site(fill(shape.what, c.noun, c.plural, BASES[c.service].package), path,
+                path.rsplit("/", 1)[-1][:-3])
+
+
+def _plain_kinds(c: Candidate) -> dict[str, tuple[str, Make]]:
+    """The one-file innocent commits that name no site, each ``(subject, make files from the
+    tree)``."""
     base = BASES[c.service]
     core_path = f"{base.package}/core.py"
 
@@ -128,10 +149,6 @@ def _plain_kinds(c: Candidate, what: str, path: str, area: str) -> dict[str, tup
 
     func = core_parts(base.files())[3]
     return {
-        "readme": ("readme: describe " + what,
-                   lambda t: {"README.md": t["README.md"] + f"\nIt also holds {what}.\n"}),
-        "note": (f"{area}: note where {what} is used",
-                 lambda t: {path: t[path] + f"\n\n# {what}: used by {base.package}.core callers\n"}),
         "exports": (f"core: export {func} explicitly", exports),
         "logger": ("core: add a module logger", logger),
         "grouped": ("tests: group the core tests in a class",
@@ -147,9 +164,26 @@ def _plain_kinds(c: Candidate, what: str, path: str, area: str) -> dict[str, tup
     }
 
 
+def _readme(site: Site) -> tuple[str, Make]:
+    """A README line describing ``site``."""
+    return ("readme: describe " + site.what,
+            lambda t: {"README.md": t["README.md"] + f"\nIt also holds {site.what}.\n"})
+
+
+def _note(c: Candidate, site: Site) -> tuple[str, Make]:
+    """A note in ``site``'s module on where it is used (lands after its component)."""
+    package = BASES[c.service].package
+    return (f"{site.area}: note where {site.what} is used",
+            lambda t: {site.path: t[site.path] + f"\n\n# {site.what}: used by {package}.core callers\n"})
+
+
+#: The one-file innocent commits that name a site (drawn among all of the repository's sites).
+SITE_KINDS = ("note", "readme")
+
+
 def _helper_commits(c: Candidate, rng: random.Random, what: str) -> list[tuple[str, Make]]:
-    """A helper module for the component added with its own test, then changed with its test
-    (two commits)."""
+    """A helper module for the site holding ``what``, added with its own test, then changed
+    with its test (two commits)."""
     pkg = BASES[c.service].package
     name, code, test, (old, new), more = HELPERS[rng.randrange(len(HELPERS))]
     mod, tpath = f"{pkg}/{name}.py", f"tests/test_{name}.py"
@@ -169,32 +203,35 @@ def _refactor(c: Candidate, path: str, test_path: str, what: str, area: str) -> 
             lambda t: {path: header + t[path], test_path: grouped_tests(t[test_path], name)})
 
 
-def _decoy_sites(c: Candidate, path: str, rng: random.Random) -> list[Candidate]:
-    """Six or seven other sites of the service, of shapes in the task's split (each drawn as
-    likely from the task's family as from any), whose modules are not the task's: each gets a
-    component and a working feature (:func:`_decoy_feature`)."""
+def _decoy_sites(c: Candidate, rng: random.Random) -> list[Candidate]:
+    """Six or seven other sites of the service, drawn alike among every site of a shape in the
+    task's split (whatever its family) whose module and test file are neither the task's nor
+    another pick's nor a helper's: each gets a component and a working feature
+    (:func:`_decoy_feature`)."""
     split = SHAPE_SPLITS[c.shape]
-    family = SHAPES[c.shape].family
-    pools: list[list[Candidate]] = [[], []]
-    for name in SHAPES:
-        if name != c.shape and SHAPE_SPLITS[name] == split:
-            for noun, plural in BASES[c.service].nouns:
-                other = Candidate(c.family, c.service, noun, plural, name)
-                where = module_path(SHAPES[name], other)
-                if where != path and not where.startswith("common/"):
-                    pools[SHAPES[name].family != family].append(other)
-    for pool in pools:
-        rng.shuffle(pool)
+    pool = [Candidate(c.family, c.service, noun, plural, name)
+            for name in SHAPES if SHAPE_SPLITS[name] == split for noun, plural in BASES[c.service].nouns]
+    rng.shuffle(pool)
+    taken = {"core", *(h[0] for h in HELPERS), site_of(c).area}
     picked: list[Candidate] = []
-    paths = {path}
     for _ in range(6 + rng.randrange(2)):
-        pool = pools[0] if pools[0] and (rng.random() < 0.5 or not pools[1]) else pools[1]
-        while pool and module_path(SHAPES[pool[-1].shape], pool[-1]) in paths:
+        while pool and site_of(pool[-1]).area in taken:
             pool.pop()
         if pool:
             picked.append(pool.pop())
-            paths.add(module_path(SHAPES[picked[-1].shape], picked[-1]))
+            taken.add(site_of(picked[-1]).area)
     return picked
+
+
+def _component(path: str, test_path: str, source: str, tests: str) -> Make:
+    """A site's component: its module and its own test (and ``common/``'s package file, the
+    first time a module lands there)."""
+    def make(t: dict) -> dict:
+        files = {path: source, test_path: tests}
+        if path.startswith("common/") and "common/__init__.py" not in t:
+            files["common/__init__.py"] = '"""Helpers vendored from the shared platform library."""\n'
+        return files
+    return make
 
 
 def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[tuple[str, Make]]:
@@ -206,8 +243,7 @@ def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[t
     def f(text: str) -> str:
         return fill(text, other.noun, other.plural, base.package)
 
-    path = module_path(shape, other)
-    area = path.rsplit("/", 1)[-1][:-3]
+    what, path, area = site_of(other)
     test_path = f"tests/test_{area}.py"
     source, good, tests, more = f(shape.source), f(shape.good), f(shape.tests), f(shape.feature_tests)
     apart = rng.random() < 0.35
@@ -217,8 +253,8 @@ def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[t
         if not apart:
             files[test_path] = t[test_path] + more
         return files
-    feature, what = f(shape.feature), f(shape.what)
-    commits: list[tuple[str, Make]] = [(f"{area}: add {what}", lambda t: {path: source, test_path: tests})]
+    feature = f(shape.feature)
+    commits: list[tuple[str, Make]] = [(f"{area}: add {what}", _component(path, test_path, source, tests))]
     if rng.random() < 0.5:  # refactored before its feature, as the task's module may be
         commits.append(_refactor(other, path, test_path, what, area))
     commits.append((f"{area}: {feature}", ship))
@@ -229,7 +265,7 @@ def _decoy_feature(c: Candidate, other: Candidate, rng: random.Random) -> list[t
 
 def _core_fix(c: Candidate, rng: random.Random, what: str) -> tuple[str, Make]:
     """A fix elsewhere: the core module's docstring and a test of it, in the symptom's words
-    and naming the component."""
+    and naming the site holding ``what``."""
     base = BASES[c.service]
     core_path = f"{base.package}/core.py"
     words = _words(c, rng)
@@ -248,40 +284,47 @@ def history(c: Candidate) -> History:
     """The candidate's repository (see the module doc)."""
     family, shape, base = FAMILIES[c.family], SHAPES[c.shape], BASES[c.service]
     rng = rng_for(c.task_id, "history")
-    path = module_path(shape, c)
-    area = path.rsplit("/", 1)[-1][:-3]
+    own = site_of(c)
+    path, area, what = own.path, own.area, own.what
 
     def f(text: str) -> str:
         return fill(text, c.noun, c.plural, base.package)
 
-    what, feature = f(shape.what), f(shape.feature)
+    feature = f(shape.feature)
     test_path = f"tests/test_{area}.py"
-    component = {path: f(shape.source), test_path: f(shape.tests)}
-    if path.startswith("common/"):
-        component["common/__init__.py"] = '"""Helpers vendored from the shared platform library."""\n'
     tree = dict(base.files())
     steps: list[tuple[str, dict]] = [(f"core: initial {c.service.replace('_', ' ')} service", base.files())]
 
-    plain = _plain_kinds(c, what, path, area)
-    names = sorted(plain)
+    decoys = _decoy_sites(c, rng)
+    pairs = [_decoy_feature(c, other, rng) for other in decoys]
+    sites = [own, *(site_of(o) for o in decoys)]
+
+    def named() -> int:  # the site a commit names: any of the repository's alike
+        return rng.randrange(len(sites))
+
+    plain = _plain_kinds(c)
+    names = sorted([*plain, *SITE_KINDS])
     before: list[tuple[str, Make]] = []
     after: list[tuple[str, Make]] = []
     needs_component: list[tuple[str, Make]] = []  # land after the component
     if rng.random() < 0.5:
         needs_component.append(_refactor(c, path, test_path, what, area))
     if rng.random() < 0.5:
-        (before if rng.random() < 0.4 else after).append(_core_fix(c, rng, what))
-    picked = rng.sample(names, 1 + rng.randrange(4))
-    for k, name in enumerate(picked):
-        if rng.random() < 0.5:
-            after.append(plain[name])
+        (before if rng.random() < 0.4 else after).append(_core_fix(c, rng, sites[named()].what))
+    for name in rng.sample(names, 1 + rng.randrange(4)):
+        k = named()
+        commit = _readme(sites[k]) if name == "readme" else _note(c, sites[k]) if name == "note" \
+            else plain[name]
+        if name == "note" and k:  # after the decoy's component, wherever its commits land
+            pairs[k - 1].insert(1 + rng.randrange(len(pairs[k - 1])), commit)
+        elif rng.random() < 0.5:
+            after.append(commit)
         else:
-            (needs_component if name == "note" else before).append(plain[name])
+            (needs_component if name == "note" else before).append(commit)
     rng.shuffle(before)
     rng.shuffle(after)
     del after[2:]
-    pairs = [_helper_commits(c, rng, what)]
-    pairs += [_decoy_feature(c, other, rng) for other in _decoy_sites(c, path, rng)]
+    pairs.insert(0, _helper_commits(c, rng, sites[named()].what))
     for pair in pairs:
         where = rng.random()
         if where < 0.3:  # both after the feature
@@ -292,7 +335,7 @@ def history(c: Candidate) -> History:
         else:
             _insert_in_order(before, pair, rng)
     at = rng.randrange(len(before) + 1)  # the component among the other components
-    before.insert(at, (f"{area}: add {what}", lambda t: dict(component)))
+    before.insert(at, (f"{area}: add {what}", _component(path, test_path, f(shape.source), f(shape.tests))))
     rng.shuffle(needs_component)
     for commit in needs_component:
         before.insert(at + 1 + rng.randrange(len(before) - at), commit)
@@ -321,9 +364,10 @@ def history(c: Candidate) -> History:
     for subject, make in after:
         land(subject, make)
 
-    dates = _dates(rng, bad_index, len(steps))
+    dates = _dates(rng, len(steps))
     bodies = [f"{base.description}\n\nThe package, its domain module and their tests."] + [
-        BODIES[rng.randrange(len(BODIES))].replace("{area}", area) for _ in steps[1:]]
+        BODIES[rng.randrange(len(BODIES))].replace("{area}", subject.split(":", 1)[0])
+        for subject, _ in steps[1:]]
     commits = tuple(
         CommitSpec(sha_for(c.task_id, k), AUTHORS[rng.randrange(len(AUTHORS) - 2)], dates[k],
                    subject + (f"\n\n{body}" if body else ""), tuple(sorted(files.items())))
@@ -342,18 +386,36 @@ def _insert_in_order(commits: list, new: list, rng: random.Random) -> None:
         commits.insert(place + k, commit)
 
 
-def _dates(rng: random.Random, bad_index: int, count: int) -> list[str]:
-    """Commit dates, oldest first: the base in December, the next commit early in January, the
-    commits up to the feature at drawn minutes from the 9th to the incident day's morning, the
-    feature on the incident day at noon and the later commits in the 150 minutes after 13:00."""
-    from datetime import datetime, timedelta
+#: Where commit dates fall: the base in December; the next commit from the 2nd to the 8th of
+#: January; every later one at a minute drawn alike among the working minutes (08:00 to 18:59)
+#: after it, up to the incident day's :data:`LAST_COMMIT_MINUTE` (so before any bad deploy).
+FIRST_DAY, FIRST_END, INCIDENT_DAY = datetime(2025, 1, 2), datetime(2025, 1, 9), datetime(2025, 1, 15)
+WORK_HOURS = (8 * 60, 19 * 60)
+LAST_COMMIT_MINUTE = 12 * 60
 
-    def at(start: datetime, minutes: list[int]) -> list[str]:
-        return [(start + timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M:00Z") for m in minutes]
 
-    dates = [f"2024-12-{rng.randrange(1, 20):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z",
-             f"2025-01-{rng.randrange(2, 9):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z"]
-    dates += at(datetime(2025, 1, 9, 9), sorted(rng.sample(range(8790), bad_index - 2)))
-    dates.append(f"2025-01-15T12:{rng.randrange(10, 40):02d}:00Z")
-    dates += at(datetime(2025, 1, 15, 13), sorted(rng.sample(range(150), count - bad_index - 1)))
-    return dates
+def _working_minutes() -> list[datetime]:
+    """Every working minute from :data:`FIRST_DAY` to the incident day's last commit minute."""
+    out = []
+    for day in range((INCIDENT_DAY - FIRST_DAY).days + 1):
+        start = FIRST_DAY + timedelta(days=day)
+        end = LAST_COMMIT_MINUTE if start == INCIDENT_DAY else WORK_HOURS[1]
+        out += [start + timedelta(minutes=m) for m in range(WORK_HOURS[0], end)]
+    return out
+
+
+_WORKING = _working_minutes()
+
+
+def _dates(rng: random.Random, count: int) -> list[str]:
+    """``count`` commit dates, oldest first (see :data:`FIRST_DAY`). No date depends on which
+    commit is the bad one: the commits after the base and the next one are a sorted sample
+    of the working minutes after it, whatever their roles."""
+    def iso(t: datetime) -> str:
+        return t.strftime("%Y-%m-%dT%H:%M:00Z")
+
+    first_days = [t for t in _WORKING if t < FIRST_END]
+    first = first_days[rng.randrange(len(first_days))]
+    later = [t for t in _WORKING if t > first]
+    base = f"2024-12-{rng.randrange(1, 20):02d}T{9 + rng.randrange(8):02d}:{rng.randrange(60):02d}:00Z"
+    return [base, iso(first)] + [iso(t) for t in sorted(rng.sample(later, count - 2))]

@@ -22,9 +22,11 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES
-from srelib.env.surface import is_public, keyed
+from srelib.env.incident_clock import INCIDENT_DATE, MAX_SHIFT, PAGE_MINUTE
+from srelib.env.surface import MAX_JITTER_MIN, is_public, keyed
 from srelib.env.deploy_notes import (AUTHORS, DEPLOY_NOTES, FEATURE_NOTE_TEMPLATES,
                                      FIRST_NOTE_CHOICES, NOTE_CHOICES, feature_note, routine_note)
 
@@ -197,11 +199,15 @@ _HERRINGS = (("WARN", "Slow query: SELECT on {noun}_audit took 840ms"),
 def _culprit_deploys(c: Candidate, h: History, family: Family, ago: int, area: str,
                      rng: random.Random) -> list[dict]:
     """The culprit's deploys, drawn as the simulation draws every other service's: two routine
-    releases days before (ages and notes as ``infra`` draws them), then the deploy of the
+    releases days before (ages and notes as ``infra`` draws them), each of a commit older than
+    the next deploy's and dated before its own (:func:`_deployable`), then the deploy of the
     bad commit, whose note is a stock note or the feature in a routine template."""
     major, minor = 1 + rng.randrange(3), rng.randrange(10)
-    older = [(rng.randrange(h.bad_index - 1), (7 + rng.randrange(5)) * 1440 + rng.randrange(600)),
-             (h.bad_index - 1, (2 + rng.randrange(3)) * 1440 + rng.randrange(600))]
+    middle_ago = (2 + rng.randrange(3)) * 1440 + rng.randrange(600)
+    oldest_ago = (7 + rng.randrange(5)) * 1440 + rng.randrange(600)
+    middle = _deployable(h, h.bad_index, middle_ago)[-1]
+    oldest = _deployable(h, middle, oldest_ago)
+    older = [(oldest[rng.randrange(len(oldest))], oldest_ago), (middle, middle_ago)]
     if rng.random() < STOCK_NOTE_CHANCE:
         note = DEPLOY_NOTES[rng.randrange(len(DEPLOY_NOTES))]
     else:
@@ -216,6 +222,18 @@ def _culprit_deploys(c: Candidate, h: History, family: Family, ago: int, area: s
                     "description": note if bad else _older_note(k, commit.sha, c.service, rng),
                     **({"bad": True} if bad and family.needs_fix else {})})
     return out
+
+
+def _deployable(h: History, upto: int, ago: int) -> list[int]:
+    """The indices below ``upto`` (at least the base, 0) of the commits that every episode shows
+    dated before a deploy ``ago`` minutes before the page: however early the page and however
+    far the episode moves the commit's date (:data:`~srelib.env.surface.MAX_JITTER_MIN`)."""
+    earliest = PAGE_MINUTE - MAX_SHIFT - ago  # the deploy's minute of the incident day, at its earliest
+    day0 = datetime(INCIDENT_DATE.year, INCIDENT_DATE.month, INCIDENT_DATE.day, tzinfo=timezone.utc)
+    fits = [k for k in range(1, upto)
+            if (datetime.fromisoformat(h.commits[k].date.replace("Z", "+00:00")) - day0)
+            .total_seconds() // 60 + MAX_JITTER_MIN < earliest]
+    return [0, *fits]
 
 
 def _older_note(k: int, sha: str, service: str, rng: random.Random) -> str:

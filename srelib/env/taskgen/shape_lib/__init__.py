@@ -65,7 +65,7 @@ def private_modules() -> tuple[ModuleType, ...]:
     return tuple(modules)
 
 
-def _load() -> tuple[dict[str, Shape], dict[str, str]]:
+def _load() -> tuple[dict[str, Shape], dict[str, str], frozenset]:
     shapes: dict[str, Shape] = {}
     splits: dict[str, str] = {}
     names = sorted(info.name for info in pkgutil.iter_modules(__path__))
@@ -81,13 +81,16 @@ def _load() -> tuple[dict[str, Shape], dict[str, str]]:
             raise ValueError(f"shape module {module.__name__}: shape {shape.name!r} exists already")
         shape.bad()  # every bug anchor matches once
         shapes[shape.name], splits[shape.name] = shape, split
-    return shapes, splits
+    return shapes, splits, frozenset(list(shapes)[:len(public)])
 
 
-_shapes, _splits = _load()
+_shapes, _splits, _public = _load()
 #: Every shape by name, in the order above.
 SHAPES = MappingProxyType(_shapes)
 #: The split of each shape's tasks, by shape name.
 SHAPE_SPLITS = MappingProxyType(_splits)
+#: The shapes this package ships (a private suite's own are the others): whoever holds srelib
+#: knows their code, so a task of one is no secret even in a keyed suite.
+PUBLIC_SHAPES = _public
 
-__all__ = ["FIRST", "SHAPES", "SHAPE_SPLITS", "SPLITS", "Shape", "private_modules", "private_sources"]
+__all__ = ["FIRST", "PUBLIC_SHAPES", "SHAPES", "SHAPE_SPLITS", "SPLITS", "Shape", "private_modules", "private_sources"]
