@@ -164,3 +164,10 @@ def test_the_oracle_handoff_beats_the_null_one_with_a_ci_above_zero():
     frame = ceiling_episodes(AimedRepairPhase2Policy, None, tasks=tasks, seeds=2)
     gain = handoff_gain(frame).set_index("suite").loc["all"]
     assert gain["gain_low"] > 0 and gain["n_pairs"] == 2 * len(tasks)
+
+
+def test_a_ladder_without_rungs_plays_only_the_named_policies():
+    frame = ladder_episodes([LEASE], 1, real={"aimed": AimedRepairPhase2Policy}, rungs=False)
+    assert list(frame["policy"]) == ["aimed"]
+    with pytest.raises(ValueError, match="nothing to play"):
+        ladder_episodes([LEASE], 1, rungs=False)

@@ -3,6 +3,8 @@ commit is the phase-1 deploy, its fixes apply, and its hidden tests mean what th
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import pytest
 
 from srelib.env.patching import grade_patch, run_hidden_tests
 from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.repos import list_repos, unified_diff
+from srelib.env.repos import REPO_DATA, _load_commits, list_repos, unified_diff
 from srelib.env.scenarios import TASKS
 
 REPOS = list_repos()
@@ -54,6 +56,22 @@ def test_repo_is_a_small_real_package_with_history(name):
     for c in repo.commits:
         assert len(c.sha) == 7 and int(c.sha, 16) >= 0 and c.author and c.date and c.message and c.files
     assert load_repo(name) is repo, "loaded repositories are cached"
+
+
+def test_a_folder_left_with_only_byte_caches_is_not_read_as_a_commit(tmp_path):
+    name = REPOS[0]
+    root = tmp_path / name
+    shutil.copytree(REPO_DATA / name, root)
+    stale = root / "commits" / "000-deadbee" / "__pycache__"
+    stale.mkdir(parents=True)
+    (stale / "old.cpython-311.pyc").write_bytes(b"\0")
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    tree, commits = _load_commits(root, manifest)
+    assert tree == dict(load_repo(name).tree)
+    assert [c.sha for c in commits] == [c.sha for c in load_repo(name).commits]
+    (stale.parent / "real.py").write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="do not match the manifest"):
+        _load_commits(root, manifest)
 
 
 @pytest.mark.parametrize("name", REPOS)

@@ -175,7 +175,7 @@ def ceiling_table(phase2_policy, phase1_policies: Mapping[str, Any] | None = Non
 
 def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[int] = 20, *,
                     real: Mapping[str, Any] | None = None, joint: Mapping[str, Any] | None = None,
-                    repairer: str | type = "aimed", **evaluate_kwargs):
+                    repairer: str | type = "aimed", rungs: bool = True, **evaluate_kwargs):
     """The episodes of the repair ladder on ``tasks``, one row each.
 
     ``repairer`` is the repair the rungs climb with: ``"aimed"``
@@ -183,8 +183,8 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
     the answer), ``"partial_revert"`` (:class:`srelib.policies.LadderPhase2Policy`) or a
     class built as ``cls(rung)``. Every rung of :data:`srelib.policies.scripted.repair.RUNGS`
     (policy ``rung:<name>``) and every
-    phase-2 policy of ``real`` play after the oracle handoff (:func:`oracle_handoff_episodes`);
-    the policies of ``joint`` play both phases themselves (pool C for train tasks, D for
+    phase-2 policy of ``real`` play after the oracle handoff (:func:`oracle_handoff_episodes`),
+    the rungs only when ``rungs`` is true; the policies of ``joint`` play both phases themselves (pool C for train tasks, D for
     held-out ones). A ``suite`` column names each task's suite and split
     (``classic:train``, ``generated:heldout``, ...).
     """
@@ -198,11 +198,14 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
     wanted = expand_tasks(tasks)
     seeds = seeds if isinstance(seeds, int) else list(seeds)
     ladder = ladder_class(repairer)
-    rungs = {f"rung:{r}": functools.partial(ladder, r) for r in RUNGS}
-    clash = set(rungs) & (set(real or {}) | set(joint or {}))
+    ladder_rungs = {f"rung:{r}": functools.partial(ladder, r) for r in RUNGS}
+    clash = set(ladder_rungs) & (set(real or {}) | set(joint or {}))
     if clash:
         raise ValueError(f"policy names {sorted(clash)} are the ladder's; use other names")
-    runs = [oracle_handoff_episodes({**rungs, **(real or {})}, wanted, seeds, **evaluate_kwargs)]
+    handed = {**(ladder_rungs if rungs else {}), **(real or {})}
+    if not handed and not joint:
+        raise ValueError("nothing to play: no rungs, no real and no joint policy")
+    runs = [oracle_handoff_episodes(handed, wanted, seeds, **evaluate_kwargs)] if handed else []
     if joint:
         runs.append(evaluate(dict(joint), tasks=wanted, pools=JOINT_POOLS, seeds=seeds,
                              **evaluate_kwargs))
@@ -267,8 +270,7 @@ def sampled_ladder(real: Mapping[str, Any], seeds: int | Iterable[int] = 1,
     Returns:
         The :func:`suite_ladder` rows of ``real``'s policies, to concatenate with a ladder.
     """
-    frame = suite_ladder(seeds, generated_tasks, real=real, joint={}, **evaluate_kwargs)
-    return frame[frame["policy"].isin(list(real))].reset_index(drop=True)
+    return suite_ladder(seeds, generated_tasks, real=real, joint={}, rungs=False, **evaluate_kwargs)
 
 
 def summarize_ladder(frame, *, confidence: float = 0.95, seed: int = 0):

@@ -152,7 +152,9 @@ def list_repos() -> list[str]:
 
 
 def _load_commits(root: Path, manifest: dict) -> tuple[dict[str, str], list[Commit]]:
-    dirs = sorted(p for p in (root / "commits").iterdir() if p.is_dir())
+    # A folder left holding only byte caches (git keeps no empty folder) is no commit.
+    folders = {p: _read_files(p) for p in sorted((root / "commits").iterdir()) if p.is_dir()}
+    dirs = [p for p, files in folders.items() if files]
     entries = manifest["commits"]
     if [d.name.split("-", 1)[1] for d in dirs] != [c["sha"] for c in entries]:
         raise ValueError(f"repo {root.name}: commits/ folders do not match the manifest's commits")
@@ -161,7 +163,7 @@ def _load_commits(root: Path, manifest: dict) -> tuple[dict[str, str], list[Comm
     for folder, entry in zip(dirs, entries):
         before = dict(tree)
         touched = []
-        for rel, text in _read_files(folder).items():
+        for rel, text in folders[folder].items():
             if rel.endswith(DELETED_SUFFIX):
                 rel = rel[: -len(DELETED_SUFFIX)]
                 tree.pop(rel, None)
