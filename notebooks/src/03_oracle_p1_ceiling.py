@@ -134,10 +134,10 @@ display(Markdown(to_markdown(handoff_gain(aimed_runs).round(3), index=False)))
 
 # %% [markdown]
 # Measured on every task (`python bench/bench_ceiling.py --seeds 4 --step 1`, classic 4 seeds,
-# generated 1): the oracle handoff's gain over the null one is +0.231 [0.181, 0.278] on the
-# generated train split (repair 0.244 against 0.013) and +0.234 [0.188, 0.284] on the
-# generated held-out split (0.241 against 0.007). With no suspect named, the repairer's own
-# search of the repository now finds almost nothing (0.013 on train, against 0.126 before the
+# generated 1): the oracle handoff's gain over the null one is +0.224 [0.177, 0.271] on the
+# generated train split (repair 0.244 against 0.020) and +0.221 [0.175, 0.271] on the
+# generated held-out split (0.241 against 0.020). With no suspect named, the repairer's own
+# search of the repository finds almost nothing (0.020 on train, against 0.126 before the
 # histories gained innocent commits in the bad commit's shapes). On the classic
 # tasks the two handoffs tie (train 0.125 each, held-out 0 each): the classic bugs are code to
 # be written, which no handoff turns into a revert.
