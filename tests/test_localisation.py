@@ -104,3 +104,29 @@ def test_an_unknown_task_or_mode_is_refused():
         localisation("no_such_task", "joint", [])
     with pytest.raises(ValueError, match="valid modes"):
         localisation(TASK, "bogus", [])
+
+
+def _rec(step, kind, target=None, **params):
+    return {"step": step, "phase": 1, "minute": step, "valid": True,
+            "action": {"action_type": kind, "target_service": target, "parameters": params}}
+
+
+def test_blame_columns_rank_blames_first_then_checks():
+    from srelib.results.localisation import hops, phase1_columns
+
+    records = [_rec(1, "check_metrics", "orders"), _rec(2, "query_logs", "database"),
+               _rec(3, "check_metrics", "auth"),
+               _rec(4, "declare_root_cause", service="payment", fault_class="deadlock",
+                    root_cause="x"),
+               _rec(5, "declare_root_cause", service="database", fault_class="memory_leak",
+                    root_cause="x")]
+    cols = phase1_columns("database", records, "memory_leak")
+    assert (cols["culprit_top1"], cols["culprit_top3"], cols["class_correct"]) == (1, 1, 1)
+    assert (cols["hop_distance"], cols["blame_step"], cols["blame_minutes"]) == (0, 5, 5)
+    wrong = phase1_columns("queue", records[:4], "memory_leak")
+    # ranking: payment (blamed), orders, database, auth (checked): queue is in none of them
+    assert (wrong["culprit_top1"], wrong["culprit_top3"], wrong["class_correct"]) == (0, 0, 0)
+    assert wrong["hop_distance"] == hops("payment", "queue") == 1 and wrong["blame_step"] is None
+    assert phase1_columns("auth", records[:4])["culprit_top3"] == 0  # 4th: payment, orders, database
+    assert phase1_columns("orders", records[:3])["hop_distance"] is None  # nothing blamed
+    assert hops("cache", "queue") == 4 and hops("cache", "nowhere") is None

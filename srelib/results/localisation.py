@@ -13,6 +13,14 @@ phase 1 (None when phase 1 was not played, as in ``p2_only``):
   of the first check of the culprit; None if never checked.
 * ``evidence_viewed``: which of the culprit's signals (:data:`SIGNALS`) were viewed, sorted and
   comma-separated ("" for none); ``evidence_coverage``: their share of all signals.
+* ``culprit_top1``, ``culprit_top3``: 1 if the culprit is first, or among the first three, of
+  the agent's ranking: the services it blamed (declared, handed over as suspect, rolled back),
+  latest blame first, then those it checked in the order it first checked them; else 0.
+* ``class_correct``: 1 if the last fault class it declared (or handed over) is the task's.
+* ``hop_distance``: calls between the service it last blamed and the culprit on the dependency
+  graph, either way (0: the culprit; ITBench's proximity); None if it blamed no service.
+* ``blame_step``, ``blame_minutes``: the step, and the simulated minutes since the page, of its
+  first blame of the culprit; None if it never blamed it.
 
 phase 2 (None when phase 2 was not played, as in ``p1_only``; each also None when the task has
 nothing to find, e.g. no bad commit or no fix):
@@ -45,7 +53,8 @@ SIGNALS = {ActionType.QUERY_LOGS.value: "logs", ActionType.CHECK_METRICS.value: 
            ActionType.CHECK_DEPENDENCIES.value: "dependencies",
            ActionType.RUN_HEALTH_CHECK.value: "health"}
 PHASE1_COLUMNS = ("culprit_rank", "culprit_step", "culprit_minutes", "evidence_coverage",
-                  "evidence_viewed")
+                  "evidence_viewed", "culprit_top1", "culprit_top3", "class_correct",
+                  "hop_distance", "blame_step", "blame_minutes")
 PHASE2_COLUMNS = ("commit_diffed", "bad_file_read", "bad_file_edited", "bad_function_edited",
                   "files_read_before_patch")
 PARTIAL_REPAIR = ("fail_to_pass_rate", "pass_to_pass_rate")
@@ -66,7 +75,8 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
         raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
     columns: dict[str, Any] = dict.fromkeys(LOCALISATION_COLUMNS)
     if mode != "p2_only":
-        columns.update(phase1_columns(get_scenario(task).root_cause_service, records))
+        scenario = get_scenario(task)
+        columns.update(phase1_columns(scenario.root_cause_service, records, scenario.fault_class))
     if mode != "p1_only":
         site = bug_site(task)
         if seed is not None and site.bad_commit:
@@ -79,9 +89,67 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
     return columns
 
 
-def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``culprit_rank``, ``culprit_step``, ``culprit_minutes``, ``evidence_coverage`` and
-    ``evidence_viewed`` for the culprit service ``culprit``."""
+def _blame(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``(service, fault class)`` a valid phase-1 record blames, or ``(None, None)``."""
+    action = record.get("action") or {}
+    kind, params = action.get("action_type"), action.get("parameters") or {}
+    if record.get("phase") != 1 or not record.get("valid"):
+        return None, None
+    if kind == ActionType.DECLARE_ROOT_CAUSE.value:
+        return params.get("service"), params.get("fault_class")
+    if kind == ActionType.TRANSITION_TO_PHASE2.value:
+        belief = params.get("belief") if isinstance(params.get("belief"), Mapping) else {}
+        return belief.get("suspected_service"), belief.get("suspected_fault_class")
+    if kind == ActionType.ROLLBACK_DEPLOY.value:
+        return action.get("target_service"), None
+    return None, None
+
+
+def hops(a: str, b: str) -> int | None:
+    """Calls between services ``a`` and ``b`` on the dependency graph, either way (None if
+    either is not a service)."""
+    from srelib.env.actions import DEPENDED_BY, DEPENDS_ON
+
+    if a not in DEPENDS_ON or b not in DEPENDS_ON:
+        return None
+    seen, frontier, k = {a}, [a], 0
+    while frontier:
+        if b in frontier:
+            return k
+        frontier = [n for x in frontier for n in (*DEPENDS_ON[x], *DEPENDED_BY[x]) if n not in seen]
+        seen.update(frontier)
+        k += 1
+    return None
+
+
+def blame_columns(culprit: str, records: Sequence[Mapping[str, Any]], checked: Sequence[str],
+                  fault_class: str | None = None) -> dict[str, Any]:
+    """``culprit_top1``, ``culprit_top3``, ``class_correct``, ``hop_distance``, ``blame_step``
+    and ``blame_minutes`` (see the module doc); ``checked``: the services checked, in order."""
+    blamed: list[str] = []
+    last_class, first = None, None
+    for record in records:
+        service, klass = _blame(record)
+        if klass is not None:
+            last_class = klass
+        if not isinstance(service, str) or not service:
+            continue
+        blamed = [service] + [x for x in blamed if x != service]
+        if service == culprit and first is None:
+            first = record
+    ranking = blamed + [x for x in checked if x not in blamed]
+    return {"culprit_top1": int(ranking[:1] == [culprit]),
+            "culprit_top3": int(culprit in ranking[:3]),
+            "class_correct": None if fault_class is None else int(last_class == fault_class),
+            "hop_distance": hops(blamed[0], culprit) if blamed else None,
+            "blame_step": None if first is None else first.get("step"),
+            "blame_minutes": None if first is None else first.get("minute")}
+
+
+def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]],
+                   fault_class: str | None = None) -> dict[str, Any]:
+    """The phase-1 columns (:data:`PHASE1_COLUMNS`) for the culprit service ``culprit`` and, for
+    ``class_correct``, the task's ``fault_class`` (None: not judged)."""
     checked: list[str] = []
     first: Mapping[str, Any] | None = None
     viewed: set[str] = set()
@@ -100,7 +168,8 @@ def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]]) -> dict[s
             "culprit_step": None if first is None else first.get("step"),
             "culprit_minutes": None if first is None else first.get("minute"),
             "evidence_coverage": len(viewed) / len(SIGNALS),
-            "evidence_viewed": ",".join(sorted(viewed))}
+            "evidence_viewed": ",".join(sorted(viewed)),
+            **blame_columns(culprit, records, checked, fault_class)}
 
 
 def phase2_columns(site: Any, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
