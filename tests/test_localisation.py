@@ -130,3 +130,41 @@ def test_blame_columns_rank_blames_first_then_checks():
     assert phase1_columns("auth", records[:4])["culprit_top3"] == 0  # 4th: payment, orders, database
     assert phase1_columns("orders", records[:3])["hop_distance"] is None  # nothing blamed
     assert hops("cache", "queue") == 4 and hops("cache", "nowhere") is None
+
+
+def test_a_handoff_and_a_rollback_blame_and_an_invalid_declaration_does_not():
+    from srelib.results.localisation import phase1_columns
+
+    records = [_rec(1, "rollback_deploy", "payment"),
+               {**_rec(2, "declare_root_cause", service="orders", fault_class="deadlock"),
+                "valid": False},
+               _rec(3, "transition_to_phase2",
+                    belief={"suspected_service": "orders", "suspected_fault_class": "memory_leak"})]
+    cols = phase1_columns("orders", records, "memory_leak")
+    assert (cols["culprit_top1"], cols["class_correct"], cols["blame_step"]) == (1, 1, 3)
+    before = phase1_columns("orders", records[:2], "memory_leak")  # only the rollback counts
+    assert (before["culprit_top1"], before["class_correct"], before["hop_distance"]) == (0, 0, 1)
+
+
+def test_frames_and_saved_runs_carry_the_blame_columns_and_the_summary_reads_them(tmp_path):
+    import srelib
+    from srelib import scripted_policy
+    from srelib.results.localisation import DIAGNOSIS_SUMMARY, diagnosis_summary
+
+    names = ("null", "reference", "heuristic")
+    frame = srelib.evaluate({n: scripted_policy(n) for n in names}, tasks=[TASK], pools=["C"],
+                            seeds=2, out=tmp_path / "run", progress=False)
+    saved = srelib.load_run(tmp_path / "run")
+    columns = ["policy", "seed", "culprit_top1", "culprit_top3", "class_correct", "hop_distance",
+               "blame_minutes"]
+    key = ["policy", "seed"]
+    assert frame[columns].sort_values(key).reset_index(drop=True).astype(str).equals(
+        saved[columns].sort_values(key).reset_index(drop=True).astype(str))
+    table = diagnosis_summary(frame, ["reference", "null"]).set_index("policy")
+    assert list(table.columns) == list(DIAGNOSIS_SUMMARY) and list(table.index) == ["reference", "null"]
+    reference, null = table.loc["reference"], table.loc["null"]
+    assert (reference.culprit_top1, reference.class_correct, reference.hop_distance) == (1, 1, 0)
+    assert reference.blamed_culprit == 1 and reference.blame_minutes >= 0
+    assert (null.culprit_top1, null.culprit_top3, null.blamed_culprit) == (0, 0, 0)
+    with pytest.raises(KeyError, match="no phase-1 episode of nobody"):
+        diagnosis_summary(frame, ["nobody"])

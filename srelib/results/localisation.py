@@ -36,7 +36,8 @@ nothing to find, e.g. no bad commit or no fix):
 :func:`partial_repair` reads the grader's partial-repair fields (``fail_to_pass_rate``,
 ``pass_to_pass_rate``) from a score for the frame's columns beside ``resolved``.
 :func:`localisation_scores` folds the columns of a frame into
-one number per phase for plots.
+one number per phase for plots; :func:`diagnosis_summary` reports the field's accuracy
+measures (top-1, top-3, class, hops, time to first correct blame) per policy.
 """
 
 from __future__ import annotations
@@ -223,6 +224,47 @@ def localisation_scores(frame):
     found = frame[list(PHASE2_COLUMNS[:4])].apply(pd.to_numeric, errors="coerce")
     return pd.DataFrame({"phase1": phase1, "phase2": found.mean(axis=1, skipna=True)},
                         index=frame.index)
+
+
+#: The columns of :func:`diagnosis_summary`, after ``policy``.
+DIAGNOSIS_SUMMARY = ("episodes", "culprit_top1", "culprit_top3", "class_correct", "hop_distance",
+                     "blamed_culprit", "blame_minutes")
+
+
+def diagnosis_summary(frame, policies: Sequence[str] | None = None):
+    """Phase-1 accuracy per policy, as RCA benchmarks report it, over the episodes that played
+    phase 1.
+
+    Args:
+        frame: A results frame (:func:`srelib.evaluate`, :func:`srelib.load_run`).
+        policies: The policies to report, in this order (None: every policy, sorted).
+
+    Returns:
+        A DataFrame with ``policy`` and :data:`DIAGNOSIS_SUMMARY`: the shares ``culprit_top1``,
+        ``culprit_top3``, ``class_correct`` and ``blamed_culprit`` (the culprit blamed at some
+        step), the mean ``hop_distance`` over the episodes that blamed a service, and the median
+        ``blame_minutes`` over those that blamed the culprit (NaN where none did).
+
+    Raises:
+        KeyError: If a named policy has no episode that played phase 1.
+    """
+    pd = require("pandas", "srelib.results.localisation")
+    numeric = frame[["culprit_top1", "culprit_top3", "class_correct", "hop_distance",
+                     "blame_minutes"]].apply(pd.to_numeric, errors="coerce")
+    played = numeric[numeric["culprit_top1"].notna()].assign(
+        policy=frame["policy"], blamed_culprit=lambda f: f["blame_minutes"].notna().astype(float))
+    grouped = played.groupby("policy")
+    table = pd.DataFrame({"episodes": grouped.size(),
+                          **{c: grouped[c].mean() for c in ("culprit_top1", "culprit_top3",
+                                                            "class_correct", "hop_distance",
+                                                            "blamed_culprit")},
+                          "blame_minutes": grouped["blame_minutes"].median()})
+    if policies is not None:
+        missing = [p for p in policies if p not in table.index]
+        if missing:
+            raise KeyError(f"no phase-1 episode of {', '.join(missing)}")
+        table = table.loc[list(policies)]
+    return table.rename_axis("policy").reset_index()[["policy", *DIAGNOSIS_SUMMARY]]
 
 
 def touched_lines(diff: str) -> dict[str, set[int]]:
