@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 
 from srelib.extras import require
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES, ActionType
+from srelib.env.types import Action
 from srelib.analysis.battery_evidence import QUERIES, Sight, minutes, features, sight
 from srelib.analysis.shortcuts import _ALERT_FAULT
 
@@ -264,7 +265,7 @@ class GuessPolicy:
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
         self._step = 0
 
-    def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
+    def __call__(self, observation: dict, phase: int, task_name: str) -> Action:
         from srelib.policies.base import make_action
 
         self._step += 1
@@ -468,7 +469,7 @@ def investigation_gap(suite: str, rows: Sequence[dict], stride: int = 2) -> dict
                          and r.get("valid")), {})
         hits += declared.get("service") == s.culprit
         klass += declared.get("fault_class") == s.fault_class
-        total += episode.score["final"]
+        total += (episode.score or {}).get("final") or 0.0
     n = len(tests)
     best = best_culprit(rows)
     return {"investigator": hits / n, "class": klass / n, "mean": total / n, "best_row": best,

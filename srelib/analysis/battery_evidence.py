@@ -53,7 +53,7 @@ def sight(task: str, seed: int, queries: tuple[str, ...] = QUERIES) -> Sight:
 
     scenario = get_scenario(task)
     env = IncidentEnv()
-    obs, _ = env.reset(task=task, mode="p1_only", seed=seed)
+    obs: dict = dict(env.reset(task=task, mode="p1_only", seed=seed)[0])
     reset = {k: obs[k] for k in ("incident_title", "incident_summary", "severity",
                                  "service_statuses", "active_alerts_count")}
     out = Sight(task, seed, scenario.root_cause_service, scenario.fault_class,
@@ -66,7 +66,7 @@ def sight(task: str, seed: int, queries: tuple[str, ...] = QUERIES) -> Sight:
         action = ActionType.VIEW_ALERTS if kind == "alerts" else TARGETED[kind]
         step = env.step({"action_type": action.value, "target_service": service or None,
                          "parameters": {}})
-        out.results[query] = step[0]["action_result"]
+        out.results[query] = dict(step[0]).get("action_result")
     return out
 
 
@@ -153,7 +153,7 @@ def _deploys(service: str, result: dict, now: float | None, out: dict) -> None:
 
 def _health(service: str, result: dict, out: dict) -> None:
     check = result.get("health_check") or {}
-    out[f"{service} health"] = _STATUS.get(check.get("status"), 0.0)
+    out[f"{service} health"] = _STATUS.get(str(check.get("status")), 0.0)
     out[f"{service} response ms"] = float(check.get("response_time_ms") or 0.0)
     out[f"{service} replicas"] = float(check.get("replicas") or 0)
     for dep, state in (check.get("dependencies") or {}).items():

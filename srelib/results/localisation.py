@@ -99,7 +99,9 @@ def _blame(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
     if kind == ActionType.DECLARE_ROOT_CAUSE.value:
         return params.get("service"), params.get("fault_class")
     if kind == ActionType.TRANSITION_TO_PHASE2.value:
-        belief = params.get("belief") if isinstance(params.get("belief"), Mapping) else {}
+        belief = params.get("belief")
+        if not isinstance(belief, Mapping):
+            return None, None
         return belief.get("suspected_service"), belief.get("suspected_fault_class")
     if kind == ActionType.ROLLBACK_DEPLOY.value:
         return action.get("target_service"), None

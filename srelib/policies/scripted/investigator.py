@@ -21,6 +21,7 @@ from datetime import datetime
 
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES, ActionType
 from srelib.env.belief import BeliefState
+from srelib.env.types import Action
 from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
 
 #: Per metric: (absolute, relative) change from its first points that counts as a change.
@@ -62,8 +63,9 @@ def onset(points: list[dict]) -> tuple[float | None, set[str]]:
         return None, set()
     first, changed = None, set()
     for metric, (absolute, relative) in CHANGE.items():
-        series = [p.get(metric) for p in points]
-        if not all(isinstance(v, (int, float)) for v in series):
+        raw = [p.get(metric) for p in points]
+        series = [float(v) for v in raw if isinstance(v, (int, float))]
+        if len(series) != len(raw):
             continue
         base = sorted(series[:5])[2]
         tol = max(absolute, relative * abs(base))
@@ -87,7 +89,7 @@ class InvestigatorPolicy(EpisodeWatcher):
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
         """Forget the episode's evidence (``seed`` is accepted for the protocol; unused)."""
         self._asked: tuple[str, str | None] | None = None
-        self._plan: list[dict] = []
+        self._plan: list[Action] = []
         self._stage = "alerts"
         self._alerts: list[dict] = []
         self._onsets: dict[str, tuple[float | None, set[str]]] = {}
@@ -95,14 +97,14 @@ class InvestigatorPolicy(EpisodeWatcher):
         self._logs: dict[str, list[dict]] = {}
         self._deploys: dict[str, list[dict]] = {}
         self._statuses: dict[str, str] = {}
-        self._suspect: str | None = None
+        self._suspect: str = ""  # "": not chosen yet
         self._fault: str | None = None
         self._last_step = -1
 
     def __init__(self) -> None:
         self.reset()
 
-    def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
+    def __call__(self, observation: dict, phase: int, task_name: str) -> Action:
         self._watch_episode(observation)
         if phase != 1:
             return make_action(ActionType.DECLARE_NO_CHANGE, reason="phase-1 policy: no code work")
@@ -160,7 +162,7 @@ class InvestigatorPolicy(EpisodeWatcher):
         return {s: n if n >= NAMED_LINES else 0 for s, n in counts.items()}
 
     def _candidates(self) -> list[str]:
-        bad = self._unhealthy() or sorted({a.get("source_service") for a in self._alerts
+        bad = self._unhealthy() or sorted({str(a.get("source_service")) for a in self._alerts
                                            if a.get("source_service") in SERVICES})
         near = set(bad) | {c for b in bad for c in DEPENDS_ON[b]}
         out = [s for s in SERVICES if s in near and not self._decoy(s)
@@ -209,7 +211,7 @@ class InvestigatorPolicy(EpisodeWatcher):
         return "config_change" if "error_rate" in changed else "deadlock"
 
     # ── planning ───────────────────────────────────────────────────────────────────────────
-    def _next(self, observation: dict) -> dict:
+    def _next(self, observation: dict) -> Action:
         remaining = int(observation.get("steps_remaining") or 99)
         if remaining <= 2 and self._stage not in ("declare", "handoff"):
             self._plan.clear()
