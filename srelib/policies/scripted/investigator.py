@@ -1,4 +1,4 @@
-"""InvestigatorPolicy: the honest upper baseline of phase 1, an engineer who follows the evidence.
+"""InvestigatorPolicy: an engineer who follows the evidence, handed no answer (issue 44).
 
 It is handed no answer and reads only what it asks for. It looks at the alerts, then at every
 service's metric history, and finds where each service's metrics first changed (its onset).
@@ -11,7 +11,9 @@ onset is the likely cause, rolled back; the suspect's own words give the fault c
 (organic load with no such deploy is no fault). It declares, then hands over.
 
 Its scores are what investigation earns: ``srelib tasks audit`` prints its culprit accuracy
-against the best shallow agent of the battery (:mod:`srelib.analysis.battery`).
+against the best shallow agent of the battery (:mod:`srelib.analysis.battery`). It is meant as
+the honest upper baseline of phase 1, but on the current generator, whose first screen already
+points at the culprit, ``heuristic`` scores higher (docs/phase1_investigation.md).
 """
 
 from __future__ import annotations
@@ -87,7 +89,12 @@ class InvestigatorPolicy(EpisodeWatcher):
     name = "investigator"
 
     def reset(self, seed: int | None = None, task_name: str | None = None) -> None:
-        """Forget the episode's evidence (``seed`` is accepted for the protocol; unused)."""
+        """Forget the episode's evidence.
+
+        Args:
+            seed: The episode's seed (accepted for the protocol; unused).
+            task_name: The episode's task (accepted for the protocol; unused).
+        """
         self._asked: tuple[str, str | None] | None = None
         self._plan: list[Action] = []
         self._stage = "alerts"
