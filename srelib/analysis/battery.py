@@ -449,9 +449,18 @@ def format_battery(rows: Sequence[dict]) -> str:
 
 
 def investigation_gap(suite: str, rows: Sequence[dict], stride: int = 2) -> dict:
-    """The investigator's culprit and class accuracy and suite mean (``p1_only``) on the
-    battery's test tasks (held-out, or all ten classic ones), and the gap: its culprit accuracy
-    minus the best battery row's."""
+    """The investigator against the battery, on the battery's test tasks (held-out, or all
+    ten classic ones), ``p1_only``.
+
+    Args:
+        suite: ``"generated"`` or ``"classic"``, as for :func:`run`.
+        rows: The battery's rows on that suite (:func:`run`).
+        stride: The generated suite's stride, as for :func:`run`.
+
+    Returns:
+        ``{"investigator": culprit accuracy, "class": class accuracy, "mean": suite mean,
+        "best_row": the best row's culprit accuracy, "gap": investigator - best_row}``.
+    """
     from srelib.env.core import IncidentEnv
     from srelib.policies.scripted.investigator import InvestigatorPolicy
     from srelib.runners.rollout import run_episode
