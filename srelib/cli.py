@@ -83,11 +83,17 @@ def _parser() -> argparse.ArgumentParser:
     check.set_defaults(run=cmd_tasks_check, parser=check)
     audit = tasks_sub.add_parser(
         "audit", help="the tell audit: how well one surface field, read alone, predicts the "
-                      "culprit, the fault class, no-fault or the bad commit on held-out tasks")
+                      "culprit, the fault class, no-fault or the bad commit on held-out tasks; "
+                      "then the shallow-agent battery and the investigation gap")
     audit.add_argument("--suite", choices=("classic", "generated"), default="generated",
                        help="generated: fitted on train, scored on held-out; classic: "
                             "leave-one-task-out")
     audit.add_argument("--failures", action="store_true", help="print only the rows over the bar")
+    audit.add_argument("--stride", type=whole_number(1, 1000), default=2,
+                       help="the shallow-agent battery reads every STRIDE-th generated task of "
+                            "each split (default 2; 1 for all)")
+    audit.add_argument("--no-battery", action="store_true",
+                       help="skip the shallow-agent battery (the tell audit only)")
     audit.set_defaults(run=cmd_tasks_audit, parser=audit)
     build = tasks_sub.add_parser(
         "build", help="build the generated suite: the public one, or with --key a private suite "

@@ -11,6 +11,7 @@ SLOW = {
     "test_serve::test_serve_bench_runs_end_to_end", "test_serve::test_cli_serves_on_loopback_only",
     "test_cli::test_demo_writes_tables_and_plots",
     "test_validity::test_gate_policy_stays_within_its_bound_on_every_task",
+    "test_red_team_battery::test_the_audit_prints_the_battery_with_verdicts_and_exits_on_tells_only",
 }
 
 

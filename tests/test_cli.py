@@ -191,6 +191,8 @@ def test_demo_writes_tables_and_plots(tmp_path):
     rows = 12 + (find_agent() is not None)  # the saved agent climbs the ladder where it exists
     assert (top["full"] == 1).all() and (ladder.groupby("suite").size() == rows).all()
     assert {"aimed-repair", "heuristic-aimed-repair"} <= set(ladder["policy"])
+    summary = (out / "summary.md").read_text()
+    assert "mean over tasks" in summary and "culprit_top1" in summary and "hop_distance" in summary
     assert "No-answer baseline" in (out / "ceiling.md").read_text()
     assert "Oracle over null handoff" in (out / "ceiling.md").read_text()
     for name in ("score_distributions", "components", "resolved", "paired_difference",

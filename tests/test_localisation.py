@@ -104,3 +104,67 @@ def test_an_unknown_task_or_mode_is_refused():
         localisation("no_such_task", "joint", [])
     with pytest.raises(ValueError, match="valid modes"):
         localisation(TASK, "bogus", [])
+
+
+def _rec(step, kind, target=None, **params):
+    return {"step": step, "phase": 1, "minute": step, "valid": True,
+            "action": {"action_type": kind, "target_service": target, "parameters": params}}
+
+
+def test_blame_columns_rank_blames_first_then_checks():
+    from srelib.results.localisation import hops, phase1_columns
+
+    records = [_rec(1, "check_metrics", "orders"), _rec(2, "query_logs", "database"),
+               _rec(3, "check_metrics", "auth"),
+               _rec(4, "declare_root_cause", service="payment", fault_class="deadlock",
+                    root_cause="x"),
+               _rec(5, "declare_root_cause", service="database", fault_class="memory_leak",
+                    root_cause="x")]
+    cols = phase1_columns("database", records, "memory_leak")
+    assert (cols["culprit_top1"], cols["culprit_top3"], cols["class_correct"]) == (1, 1, 1)
+    assert (cols["hop_distance"], cols["blame_step"], cols["blame_minutes"]) == (0, 5, 5)
+    wrong = phase1_columns("queue", records[:4], "memory_leak")
+    # ranking: payment (blamed), orders, database, auth (checked): queue is in none of them
+    assert (wrong["culprit_top1"], wrong["culprit_top3"], wrong["class_correct"]) == (0, 0, 0)
+    assert wrong["hop_distance"] == hops("payment", "queue") == 1 and wrong["blame_step"] is None
+    assert phase1_columns("auth", records[:4])["culprit_top3"] == 0  # 4th: payment, orders, database
+    assert phase1_columns("orders", records[:3])["hop_distance"] is None  # nothing blamed
+    assert hops("cache", "queue") == 4 and hops("cache", "nowhere") is None
+
+
+def test_a_handoff_and_a_rollback_blame_and_an_invalid_declaration_does_not():
+    from srelib.results.localisation import phase1_columns
+
+    records = [_rec(1, "rollback_deploy", "payment"),
+               {**_rec(2, "declare_root_cause", service="orders", fault_class="deadlock"),
+                "valid": False},
+               _rec(3, "transition_to_phase2",
+                    belief={"suspected_service": "orders", "suspected_fault_class": "memory_leak"})]
+    cols = phase1_columns("orders", records, "memory_leak")
+    assert (cols["culprit_top1"], cols["class_correct"], cols["blame_step"]) == (1, 1, 3)
+    before = phase1_columns("orders", records[:2], "memory_leak")  # only the rollback counts
+    assert (before["culprit_top1"], before["class_correct"], before["hop_distance"]) == (0, 0, 1)
+
+
+def test_frames_and_saved_runs_carry_the_blame_columns_and_the_summary_reads_them(tmp_path):
+    import srelib
+    from srelib import scripted_policy
+    from srelib.results.localisation import DIAGNOSIS_SUMMARY, diagnosis_summary
+
+    names = ("null", "reference", "heuristic")
+    frame = srelib.evaluate({n: scripted_policy(n) for n in names}, tasks=[TASK], pools=["C"],
+                            seeds=2, out=tmp_path / "run", progress=False)
+    saved = srelib.load_run(tmp_path / "run")
+    columns = ["policy", "seed", "culprit_top1", "culprit_top3", "class_correct", "hop_distance",
+               "blame_minutes"]
+    key = ["policy", "seed"]
+    assert frame[columns].sort_values(key).reset_index(drop=True).astype(str).equals(
+        saved[columns].sort_values(key).reset_index(drop=True).astype(str))
+    table = diagnosis_summary(frame, ["reference", "null"]).set_index("policy")
+    assert list(table.columns) == list(DIAGNOSIS_SUMMARY) and list(table.index) == ["reference", "null"]
+    reference, null = table.loc["reference"], table.loc["null"]
+    assert (reference.culprit_top1, reference.class_correct, reference.hop_distance) == (1, 1, 0)
+    assert reference.blamed_culprit == 1 and reference.blame_minutes >= 0
+    assert (null.culprit_top1, null.culprit_top3, null.blamed_culprit) == (0, 0, 0)
+    with pytest.raises(KeyError, match="no phase-1 episode of nobody"):
+        diagnosis_summary(frame, ["nobody"])

@@ -234,6 +234,23 @@ print(f"The heuristic names the right service in {heuristic['right service'].mea
       f"episodes; it is misled at least once on: {', '.join(misled) or 'no task'}.")
 
 # %% [markdown]
+# ## Diagnosis as the field reports it
+#
+# RCA benchmarks (AIOpsLab, ITBench, RCAEval) score phase 1 by where the culprit ranks and how
+# far off a wrong guess lands. Every results frame carries these columns
+# (`srelib.results.localisation`): `culprit_top1` and `culprit_top3` (the culprit first, or in
+# the first three, of the services the policy blamed, latest first, then those it checked),
+# `class_correct` (its last declared fault class), `hop_distance` (calls from the service it
+# last blamed to the culprit), and `blame_minutes` (simulated minutes to its first correct
+# blame). Per policy, over the episodes that played phase 1:
+
+# %%
+from srelib.results.localisation import diagnosis_summary
+
+display(Markdown(to_markdown(diagnosis_summary(frame[frame["mode"] != "p2_only"], POLICIES),
+                             index=False)))
+
+# %% [markdown]
 # ## Does the phase-2 policy matter?
 #
 # `heuristic` and `heuristic-revert` share phase 1 exactly; only phase 2 differs. A paired

@@ -28,6 +28,13 @@ DEMO_LADDER_REAL = {"random": "RandomPhase2Policy", "revert": "RevertPhase2Polic
                     "partial-revert": "PartialRevertPhase2Policy",
                     "aimed-repair": "AimedRepairPhase2Policy"}
 DEMO_LADDER_JOINT = ("heuristic-revert", "heuristic-partial-revert", "heuristic-aimed-repair")
+#: What the second table of summary.md reports (srelib.results.localisation).
+DIAGNOSIS_NOTE = ("Phase-1 accuracy per policy (pools C and D): `culprit_top1`, `culprit_top3`: "
+                  "share of episodes whose culprit is first, or in the first three, of the "
+                  "services blamed (latest first) then checked; `class_correct`: the last "
+                  "declared class is the task's; `hop_distance`: mean calls from the last "
+                  "blamed service to the culprit; `blamed_culprit`: share that ever blamed it; "
+                  "`blame_minutes`: median simulated minutes to that first correct blame.")
 #: The demo's paired comparison: what reverting the suspect's deploy adds to the heuristic SRE.
 DEMO_COMPARE = ("heuristic-revert", "heuristic")
 
@@ -41,6 +48,7 @@ def cmd_demo(args) -> int:
     from srelib.runners.rollout import evaluate
     from srelib.analysis.stats import to_markdown
     from srelib.extras import require
+    from srelib.results.localisation import diagnosis_summary
 
     pd = require("pandas", "srelib demo")
     out = output_dir(args.out, "--out")
@@ -50,7 +58,9 @@ def cmd_demo(args) -> int:
                      pools=["C", "D"], **common)
     frame.drop(columns=list(TIMING_COLUMNS)).to_csv(out / "episodes.csv", index=False)
     summary = print_summary(frame, DEMO_POLICIES)
-    (out / "summary.md").write_text(summary + "\n")
+    diagnosis = to_markdown(diagnosis_summary(frame, DEMO_POLICIES), index=False)
+    print(f"\n{DIAGNOSIS_NOTE}\n\n{diagnosis}")
+    (out / "summary.md").write_text(f"{summary}\n\n{DIAGNOSIS_NOTE}\n\n{diagnosis}\n")
     written = write_plots(frame, out, DEMO_POLICIES, compare=DEMO_COMPARE)
 
     phase2 = functools.partial(build_policy, DEMO_PHASE2)

@@ -50,8 +50,10 @@ def cmd_tasks_check(args) -> int:
 
 
 def cmd_tasks_audit(args) -> int:
-    """``srelib tasks audit``: the tell audit's table; 1 if a predictor is over the
-    bar."""
+    """``srelib tasks audit``: the tell audit's table, then (unless ``--no-battery``) the
+    shallow-agent battery's with the investigation gap; 1 if a single-field predictor is over
+    its bar. The battery's verdicts are printed, not yet enforced: the current generator fails
+    them (docs/phase1_investigation.md)."""
     from srelib.analysis.tell_audit import audit, failures, format_audit
 
     rows = audit(args.suite)
@@ -59,7 +61,26 @@ def cmd_tasks_audit(args) -> int:
     found = failures(rows)
     print(f"\n{args.suite} suite: {len(rows)} predictors, {len(found)} over the bar "
           f"(held-out rate <= {min(r['bar'] for r in rows):.2f}..{max(r['bar'] for r in rows):.2f})")
+    if not args.no_battery:
+        _print_battery(args.suite, args.stride, args.failures)
     return 1 if found else 0
+
+
+def _print_battery(suite: str, stride: int, only_failures: bool) -> None:
+    """The shallow-agent battery's table on ``suite`` and the investigation gap."""
+    from srelib.analysis import battery
+
+    table = battery.run(suite, stride=stride)
+    shown = [r for r in table if not r["passes"]] if only_failures else table
+    print(f"\nshallow-agent battery ({suite}"
+          + (f", every {stride}th task of each split" if suite == "generated" else
+             ", leave-one-task-out") + "):\n")
+    print(battery.format_battery(shown))
+    beaten = sum(not r["passes"] for r in table)
+    gap = battery.investigation_gap(suite, table, stride=stride)
+    print(f"\nbattery: {len(table)} rows, {beaten} over a bar (reported, not enforced yet); "
+          f"investigation gap (investigator culprit {gap['investigator']:.2f} minus best row "
+          f"{gap['best_row']:.2f}) = {gap['gap']:+.2f}")
 
 
 def cmd_tasks_build(args) -> int:

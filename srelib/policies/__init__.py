@@ -24,6 +24,7 @@ _EXPORTS = {
     "RandomPhase2Policy": "srelib.policies.scripted.baselines",
     "OracleP1ThenRandomP2Policy": "srelib.policies.scripted.baselines",
     "HeuristicPhase1Policy": "srelib.policies.scripted.heuristic",
+    "InvestigatorPolicy": "srelib.policies.scripted.investigator",
     "RevertPhase2Policy": "srelib.policies.scripted.revert",
     "PartialRevertPhase2Policy": "srelib.policies.scripted.repair",
     "LadderPhase2Policy": "srelib.policies.scripted.repair",

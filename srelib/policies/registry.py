@@ -20,6 +20,8 @@ POLICY_CLASSES: dict[str, tuple[str, ...]] = {
     "heuristic-partial-revert": ("HeuristicPhase1Policy", "PartialRevertPhase2Policy"),
     "aimed-repair": ("NullPhase1Policy", "AimedRepairPhase2Policy"),
     "heuristic-aimed-repair": ("HeuristicPhase1Policy", "AimedRepairPhase2Policy"),
+    "investigator": ("InvestigatorPolicy", "RandomPhase2Policy"),
+    "investigator-partial-revert": ("InvestigatorPolicy", "PartialRevertPhase2Policy"),
     "reference": ("ReferencePolicy",),
 }
 

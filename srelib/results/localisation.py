@@ -13,6 +13,14 @@ phase 1 (None when phase 1 was not played, as in ``p2_only``):
   of the first check of the culprit; None if never checked.
 * ``evidence_viewed``: which of the culprit's signals (:data:`SIGNALS`) were viewed, sorted and
   comma-separated ("" for none); ``evidence_coverage``: their share of all signals.
+* ``culprit_top1``, ``culprit_top3``: 1 if the culprit is first, or among the first three, of
+  the agent's ranking: the services it blamed (declared, handed over as suspect, rolled back),
+  latest blame first, then those it checked in the order it first checked them; else 0.
+* ``class_correct``: 1 if the last fault class it declared (or handed over) is the task's.
+* ``hop_distance``: calls between the service it last blamed and the culprit on the dependency
+  graph, either way (0: the culprit; ITBench's proximity); None if it blamed no service.
+* ``blame_step``, ``blame_minutes``: the step, and the simulated minutes since the page, of its
+  first blame of the culprit; None if it never blamed it.
 
 phase 2 (None when phase 2 was not played, as in ``p1_only``; each also None when the task has
 nothing to find, e.g. no bad commit or no fix):
@@ -28,7 +36,8 @@ nothing to find, e.g. no bad commit or no fix):
 :func:`partial_repair` reads the grader's partial-repair fields (``fail_to_pass_rate``,
 ``pass_to_pass_rate``) from a score for the frame's columns beside ``resolved``.
 :func:`localisation_scores` folds the columns of a frame into
-one number per phase for plots.
+one number per phase for plots; :func:`diagnosis_summary` reports the field's accuracy
+measures (top-1, top-3, class, hops, time to first correct blame) per policy.
 """
 
 from __future__ import annotations
@@ -45,7 +54,8 @@ SIGNALS = {ActionType.QUERY_LOGS.value: "logs", ActionType.CHECK_METRICS.value: 
            ActionType.CHECK_DEPENDENCIES.value: "dependencies",
            ActionType.RUN_HEALTH_CHECK.value: "health"}
 PHASE1_COLUMNS = ("culprit_rank", "culprit_step", "culprit_minutes", "evidence_coverage",
-                  "evidence_viewed")
+                  "evidence_viewed", "culprit_top1", "culprit_top3", "class_correct",
+                  "hop_distance", "blame_step", "blame_minutes")
 PHASE2_COLUMNS = ("commit_diffed", "bad_file_read", "bad_file_edited", "bad_function_edited",
                   "files_read_before_patch")
 PARTIAL_REPAIR = ("fail_to_pass_rate", "pass_to_pass_rate")
@@ -66,7 +76,8 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
         raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
     columns: dict[str, Any] = dict.fromkeys(LOCALISATION_COLUMNS)
     if mode != "p2_only":
-        columns.update(phase1_columns(get_scenario(task).root_cause_service, records))
+        scenario = get_scenario(task)
+        columns.update(phase1_columns(scenario.root_cause_service, records, scenario.fault_class))
     if mode != "p1_only":
         site = bug_site(task)
         if seed is not None and site.bad_commit:
@@ -79,9 +90,69 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
     return columns
 
 
-def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``culprit_rank``, ``culprit_step``, ``culprit_minutes``, ``evidence_coverage`` and
-    ``evidence_viewed`` for the culprit service ``culprit``."""
+def _blame(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``(service, fault class)`` a valid phase-1 record blames, or ``(None, None)``."""
+    action = record.get("action") or {}
+    kind, params = action.get("action_type"), action.get("parameters") or {}
+    if record.get("phase") != 1 or not record.get("valid"):
+        return None, None
+    if kind == ActionType.DECLARE_ROOT_CAUSE.value:
+        return params.get("service"), params.get("fault_class")
+    if kind == ActionType.TRANSITION_TO_PHASE2.value:
+        belief = params.get("belief")
+        if not isinstance(belief, Mapping):
+            return None, None
+        return belief.get("suspected_service"), belief.get("suspected_fault_class")
+    if kind == ActionType.ROLLBACK_DEPLOY.value:
+        return action.get("target_service"), None
+    return None, None
+
+
+def hops(a: str, b: str) -> int | None:
+    """Calls between services ``a`` and ``b`` on the dependency graph, either way (None if
+    either is not a service)."""
+    from srelib.env.actions import DEPENDED_BY, DEPENDS_ON
+
+    if a not in DEPENDS_ON or b not in DEPENDS_ON:
+        return None
+    seen, frontier, k = {a}, [a], 0
+    while frontier:
+        if b in frontier:
+            return k
+        frontier = [n for x in frontier for n in (*DEPENDS_ON[x], *DEPENDED_BY[x]) if n not in seen]
+        seen.update(frontier)
+        k += 1
+    return None
+
+
+def blame_columns(culprit: str, records: Sequence[Mapping[str, Any]], checked: Sequence[str],
+                  fault_class: str | None = None) -> dict[str, Any]:
+    """``culprit_top1``, ``culprit_top3``, ``class_correct``, ``hop_distance``, ``blame_step``
+    and ``blame_minutes`` (see the module doc); ``checked``: the services checked, in order."""
+    blamed: list[str] = []
+    last_class, first = None, None
+    for record in records:
+        service, klass = _blame(record)
+        if klass is not None:
+            last_class = klass
+        if not isinstance(service, str) or not service:
+            continue
+        blamed = [service] + [x for x in blamed if x != service]
+        if service == culprit and first is None:
+            first = record
+    ranking = blamed + [x for x in checked if x not in blamed]
+    return {"culprit_top1": int(ranking[:1] == [culprit]),
+            "culprit_top3": int(culprit in ranking[:3]),
+            "class_correct": None if fault_class is None else int(last_class == fault_class),
+            "hop_distance": hops(blamed[0], culprit) if blamed else None,
+            "blame_step": None if first is None else first.get("step"),
+            "blame_minutes": None if first is None else first.get("minute")}
+
+
+def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]],
+                   fault_class: str | None = None) -> dict[str, Any]:
+    """The phase-1 columns (:data:`PHASE1_COLUMNS`) for the culprit service ``culprit`` and, for
+    ``class_correct``, the task's ``fault_class`` (None: not judged)."""
     checked: list[str] = []
     first: Mapping[str, Any] | None = None
     viewed: set[str] = set()
@@ -100,7 +171,8 @@ def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]]) -> dict[s
             "culprit_step": None if first is None else first.get("step"),
             "culprit_minutes": None if first is None else first.get("minute"),
             "evidence_coverage": len(viewed) / len(SIGNALS),
-            "evidence_viewed": ",".join(sorted(viewed))}
+            "evidence_viewed": ",".join(sorted(viewed)),
+            **blame_columns(culprit, records, checked, fault_class)}
 
 
 def phase2_columns(site: Any, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -154,6 +226,47 @@ def localisation_scores(frame):
     found = frame[list(PHASE2_COLUMNS[:4])].apply(pd.to_numeric, errors="coerce")
     return pd.DataFrame({"phase1": phase1, "phase2": found.mean(axis=1, skipna=True)},
                         index=frame.index)
+
+
+#: The columns of :func:`diagnosis_summary`, after ``policy``.
+DIAGNOSIS_SUMMARY = ("episodes", "culprit_top1", "culprit_top3", "class_correct", "hop_distance",
+                     "blamed_culprit", "blame_minutes")
+
+
+def diagnosis_summary(frame, policies: Sequence[str] | None = None):
+    """Phase-1 accuracy per policy, as RCA benchmarks report it, over the episodes that played
+    phase 1.
+
+    Args:
+        frame: A results frame (:func:`srelib.evaluate`, :func:`srelib.load_run`).
+        policies: The policies to report, in this order (None: every policy, sorted).
+
+    Returns:
+        A DataFrame with ``policy`` and :data:`DIAGNOSIS_SUMMARY`: the shares ``culprit_top1``,
+        ``culprit_top3``, ``class_correct`` and ``blamed_culprit`` (the culprit blamed at some
+        step), the mean ``hop_distance`` over the episodes that blamed a service, and the median
+        ``blame_minutes`` over those that blamed the culprit (NaN where none did).
+
+    Raises:
+        KeyError: If a named policy has no episode that played phase 1.
+    """
+    pd = require("pandas", "srelib.results.localisation")
+    numeric = frame[["culprit_top1", "culprit_top3", "class_correct", "hop_distance",
+                     "blame_minutes"]].apply(pd.to_numeric, errors="coerce")
+    played = numeric[numeric["culprit_top1"].notna()].assign(
+        policy=frame["policy"], blamed_culprit=lambda f: f["blame_minutes"].notna().astype(float))
+    grouped = played.groupby("policy")
+    table = pd.DataFrame({"episodes": grouped.size(),
+                          **{c: grouped[c].mean() for c in ("culprit_top1", "culprit_top3",
+                                                            "class_correct", "hop_distance",
+                                                            "blamed_culprit")},
+                          "blame_minutes": grouped["blame_minutes"].median()})
+    if policies is not None:
+        missing = [p for p in policies if p not in table.index]
+        if missing:
+            raise KeyError(f"no phase-1 episode of {', '.join(missing)}")
+        table = table.loc[list(policies)]
+    return table.rename_axis("policy").reset_index()[["policy", *DIAGNOSIS_SUMMARY]]
 
 
 def touched_lines(diff: str) -> dict[str, set[int]]:
