@@ -14,6 +14,7 @@ import inspect
 import types
 from typing import Any, Callable, Hashable, Protocol, Sequence, runtime_checkable
 
+from srelib.env.actions import ActionType
 from srelib.env.types import Action, Observation
 from srelib.policies.oracle import hand_answer, needs_answer
 
@@ -137,6 +138,28 @@ class EpisodeWatcher:
 
     def _on_new_episode(self) -> None:
         self.reset()
+
+
+class EvidencePhase1Policy(EpisodeWatcher):
+    """Mixin for scripted phase-1 policies that read the answer to each step they asked for
+    (``_absorb``) before choosing the next (``_next``); in phase 2 they declare no change."""
+
+    _asked: tuple[str, str | None] | None = None
+
+    def __call__(self, observation: dict, phase: int, task_name: str) -> Action:
+        self._watch_episode(observation)
+        if phase != 1:
+            return make_action(ActionType.DECLARE_NO_CHANGE, reason="phase-1 policy: no code work")
+        self._absorb(observation)
+        action = self._next(observation)
+        self._asked = (action["action_type"], action.get("target_service"))
+        return action
+
+    def _absorb(self, observation: dict) -> None:
+        raise NotImplementedError
+
+    def _next(self, observation: dict) -> Action:
+        raise NotImplementedError
 
 
 def split_item(item: Sequence, position: int) -> tuple[dict, int, str, Hashable]:

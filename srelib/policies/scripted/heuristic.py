@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from srelib.env.actions import SERVICES, ActionType
 from srelib.env.topology import upstream_of
 from srelib.env.belief import BeliefState
-from srelib.policies.base import EpisodeWatcher, make_action
+from srelib.policies.base import EvidencePhase1Policy, make_action
 
 _STATUS_WEIGHT = {"down": 3.0, "degraded": 2.0}
 _SEVERITY_WEIGHT = {"critical": 2.0, "warning": 1.0}
@@ -45,7 +45,7 @@ def _minutes(timestamp: object) -> float | None:
     return moment.timestamp() / 60
 
 
-class HeuristicPhase1Policy(EpisodeWatcher):
+class HeuristicPhase1Policy(EvidencePhase1Policy):
     """Scripted SRE for phase 1 (see the module doc); in phase 2 it declares no change.
 
     ``investigate`` is how many of the loudest services get metrics and logs read;
@@ -92,15 +92,6 @@ class HeuristicPhase1Policy(EpisodeWatcher):
         self._gaps: list[str] = []
         self._fault: tuple[str, float] = ("none", 0.0)
         self._last_step = -1
-
-    def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
-        self._watch_episode(observation)
-        if phase != 1:
-            return make_action(ActionType.DECLARE_NO_CHANGE, reason="phase-1 policy: no code work")
-        self._absorb(observation)
-        action = self._next(observation)
-        self._asked = (action["action_type"], action.get("target_service"))
-        return action
 
     # ── evidence ───────────────────────────────────────────────────────────────────────────
     def _absorb(self, observation: dict) -> None:

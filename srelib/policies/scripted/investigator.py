@@ -24,7 +24,7 @@ from datetime import datetime
 from srelib.env.actions import DEPENDED_BY, DEPENDS_ON, SERVICES, ActionType
 from srelib.env.belief import BeliefState
 from srelib.env.types import Action
-from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
+from srelib.policies.base import EvidencePhase1Policy, handoff_action, make_action
 
 #: Per metric: (absolute, relative) change from its first points that counts as a change.
 CHANGE = {"cpu": (9.0, 0.0), "memory": (3.0, 0.0), "error_rate": (0.8, 0.0),
@@ -82,7 +82,7 @@ def onset(points: list[dict]) -> tuple[float | None, set[str]]:
     return first, changed
 
 
-class InvestigatorPolicy(EpisodeWatcher):
+class InvestigatorPolicy(EvidencePhase1Policy):
     """The evidence-following phase-1 policy (see the module doc); in phase 2 it declares no
     change (compose it with a phase-2 policy for joint episodes)."""
 
@@ -110,15 +110,6 @@ class InvestigatorPolicy(EpisodeWatcher):
 
     def __init__(self) -> None:
         self.reset()
-
-    def __call__(self, observation: dict, phase: int, task_name: str) -> Action:
-        self._watch_episode(observation)
-        if phase != 1:
-            return make_action(ActionType.DECLARE_NO_CHANGE, reason="phase-1 policy: no code work")
-        self._absorb(observation)
-        action = self._next(observation)
-        self._asked = (action["action_type"], action.get("target_service"))
-        return action
 
     # ── evidence ───────────────────────────────────────────────────────────────────────────
     def _absorb(self, observation: dict) -> None:
