@@ -347,7 +347,15 @@ def test_one_seed_kept_for_the_whole_run_is_a_claim(honest, tmp_path):
     def pick(episodes):  # the seed that suits, the same for every cell: a grid evaluate makes
         episodes[:] = [e for e in episodes if e["seed"] == 2]
 
-    claims = _verified(_forge(honest, tmp_path, pick, "scripted", _replan)).attrs["claims"]
+    _rejected(_forge(honest, tmp_path / "config", pick, "scripted", _replan),
+              "run.json's config (tasks=['memory_leak'], pools=['B', 'C'], seeds=3) plans 12 "
+              "episode(s) the plan lacks")
+
+    def seeds(record, episodes):  # the config's seeds rewritten too: a grid evaluate makes
+        _replan(record, episodes)
+        record["config"]["seeds"] = [2]
+
+    claims = _verified(_forge(honest, tmp_path, pick, "scripted", seeds)).attrs["claims"]
     assert "the seeds 2..2 are not 0..0: that they were fixed before any episode ran is the " \
         "run's claim" in claims, claims
 
@@ -385,7 +393,8 @@ def test_an_edited_null_repair_is_shown_as_non_standard_everywhere(honest, tmp_p
     assert srelib.load_run(forged).attrs["nonstandard"] == list(check.nonstandard)
     assert main(["report", str(forged), "--plots", str(tmp_path / "plots")]) == 0
     assert "Scored under non-standard settings: null_repair=" in capsys.readouterr().out
-    assert _verified(honest / "scripted").attrs["nonstandard"] == []  # a standard run says none
+    shown = _verified(honest / "scripted").attrs["nonstandard"]  # a standard run says only that
+    assert [s.split(":")[0] for s in shown] == ["tasks hand-picked"], shown  # its tasks were picked
 
 
 def test_an_edited_step_cap_fails_or_is_shown_as_non_standard(honest, tmp_path):
@@ -495,7 +504,8 @@ def test_eval_signs_and_verify_checks_on_the_command_line(tmp_path, capsys):
                  "--no-progress", "--sign", str(key)]) == 0
     assert "signed:" in capsys.readouterr().out
     assert main(["verify", str(run), "--key", str(key)]) == 0
-    assert "2 episodes: verified; 0 claim(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out  # provenance, the workers split, the costs: the run's word
+    assert "2 episodes: verified; 3 claim(s)" in out and "provenance is the run's word" in out
     episodes = (run / EPISODES_FILE).read_text().splitlines()
     (run / EPISODES_FILE).write_text(episodes[1] + "\n" + episodes[0] + "\n")  # same episodes
     assert main(["verify", str(run), "--key", str(key)]) == 1
@@ -523,7 +533,7 @@ def test_a_run_resumed_with_another_policy_still_re_runs_the_first(tmp_path):
              progress=False)
     assert json.loads((run / RUN_FILE).read_text())["config"]["registered"] == {
         "null": "null", "reference": "reference"}
-    assert _verified(run).attrs["claims"] == []
+    assert not any(c.startswith("(") for c in _verified(run).attrs["claims"])  # none names an episode
 
     def swap(episodes):
         for e in episodes:

@@ -5,9 +5,9 @@ and playing its own mode, the seeds a count (``0..N-1``) or a list. So a plan th
 full product of its own policies, tasks, pools and seeds was not made by ``evaluate``: a
 best-of-N cherry-pick (a different seed kept per cell), a dropped episode, a task kept in one
 pool and not another. Seeds that are not ``0..N-1`` are legal but chosen by someone, so they are
-reported as a claim; so is a task list that is not a whole suite or split srelib names (a
-hand-picked list: ``evaluate(tasks=[...])`` is legal, but a reader must see that the set was
-chosen, :func:`hand_picked`). A task planned under its name, or under two names (its id and its
+reported as a claim. A task list that is not a whole suite or split srelib names is legal too
+(``evaluate(tasks=[...])``), but a reader must see that the set was chosen: :func:`hand_picked`
+names it, and :mod:`srelib.results.settings` shows it wherever the run's scores are shown. A task planned under its name, or under two names (its id and its
 public name), is a problem: ``evaluate`` plans each task once, by its opaque id.
 """
 
@@ -150,5 +150,4 @@ def grid_findings(planned: Iterable[tuple]) -> tuple[list[str], list[str]]:
     claims = [] if seeds == list(range(len(seeds))) else [
         f"the seeds {_seed_text(seeds)} are not 0..{len(seeds) - 1}: that they were fixed "
         "before any episode ran is the run's claim"]
-    picked = hand_picked(keys)
-    return problems, claims + ([picked] if picked else [])
+    return problems, claims
