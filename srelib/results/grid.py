@@ -14,15 +14,15 @@ public name), is a problem: ``evaluate`` plans each task once, by its opaque id.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Any, Iterable
 
 
-def task_shown(task: object) -> object:
+def task_shown(task: Any) -> Any:
     """A task as tables show it (its public name; as given when it names no task)."""
     from srelib.env.task_ids import public_name
 
     try:
-        return public_name(task)
+        return public_name(str(task)) if isinstance(task, str) else task
     except (ValueError, TypeError):
         return task
 
