@@ -608,6 +608,9 @@ def test_a_task_dropped_after_the_results_is_shown_as_hand_picked(phase1, tmp_pa
     assert srelib.load_run(forged).attrs["nonstandard"][0].startswith(notice)
     assert main(["verify", str(forged)]) == 0
     assert f"scored under non-standard settings: {notice}" in capsys.readouterr().out
+    frame = evaluate({"null": scripted_policy("null")}, tasks=[TRAIN, "cascading_failure"],
+                     pools=["A"], seeds=1, progress=False)
+    assert frame.attrs["nonstandard"][0].startswith(notice)  # shown as the run is made, too
 
 
 def test_a_config_that_names_a_wider_grid_than_the_plan_fails(phase1, tmp_path):
