@@ -347,7 +347,15 @@ def test_one_seed_kept_for_the_whole_run_is_a_claim(honest, tmp_path):
     def pick(episodes):  # the seed that suits, the same for every cell: a grid evaluate makes
         episodes[:] = [e for e in episodes if e["seed"] == 2]
 
-    claims = _verified(_forge(honest, tmp_path, pick, "scripted", _replan)).attrs["claims"]
+    _rejected(_forge(honest, tmp_path / "config", pick, "scripted", _replan),
+              "run.json's config (tasks=['memory_leak'], pools=['B', 'C'], seeds=3) plans 12 "
+              "episode(s) the plan lacks")
+
+    def seeds(record, episodes):  # the config's seeds rewritten too: a grid evaluate makes
+        _replan(record, episodes)
+        record["config"]["seeds"] = [2]
+
+    claims = _verified(_forge(honest, tmp_path, pick, "scripted", seeds)).attrs["claims"]
     assert "the seeds 2..2 are not 0..0: that they were fixed before any episode ran is the " \
         "run's claim" in claims, claims
 
@@ -385,7 +393,8 @@ def test_an_edited_null_repair_is_shown_as_non_standard_everywhere(honest, tmp_p
     assert srelib.load_run(forged).attrs["nonstandard"] == list(check.nonstandard)
     assert main(["report", str(forged), "--plots", str(tmp_path / "plots")]) == 0
     assert "Scored under non-standard settings: null_repair=" in capsys.readouterr().out
-    assert _verified(honest / "scripted").attrs["nonstandard"] == []  # a standard run says none
+    shown = _verified(honest / "scripted").attrs["nonstandard"]  # a standard run says only that
+    assert [s.split(":")[0] for s in shown] == ["tasks hand-picked"], shown  # its tasks were picked
 
 
 def test_an_edited_step_cap_fails_or_is_shown_as_non_standard(honest, tmp_path):
@@ -495,7 +504,8 @@ def test_eval_signs_and_verify_checks_on_the_command_line(tmp_path, capsys):
                  "--no-progress", "--sign", str(key)]) == 0
     assert "signed:" in capsys.readouterr().out
     assert main(["verify", str(run), "--key", str(key)]) == 0
-    assert "2 episodes: verified; 0 claim(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out  # provenance, the workers split, the costs: the run's word
+    assert "2 episodes: verified; 3 claim(s)" in out and "provenance is the run's word" in out
     episodes = (run / EPISODES_FILE).read_text().splitlines()
     (run / EPISODES_FILE).write_text(episodes[1] + "\n" + episodes[0] + "\n")  # same episodes
     assert main(["verify", str(run), "--key", str(key)]) == 1
@@ -523,7 +533,7 @@ def test_a_run_resumed_with_another_policy_still_re_runs_the_first(tmp_path):
              progress=False)
     assert json.loads((run / RUN_FILE).read_text())["config"]["registered"] == {
         "null": "null", "reference": "reference"}
-    assert _verified(run).attrs["claims"] == []
+    assert not any(c.startswith("(") for c in _verified(run).attrs["claims"])  # none names an episode
 
     def swap(episodes):
         for e in episodes:
@@ -532,3 +542,122 @@ def test_a_run_resumed_with_another_policy_still_re_runs_the_first(tmp_path):
 
     _rejected(_forge(tmp_path, tmp_path / "swap", swap), f"{_name('null', 0)}: srelib's 'null' "
               "re-run")
+
+
+# Red team 3 (rt3): forgeries that passed with no claim, and the ones they suggest.
+
+@pytest.fixture(scope="module")
+def phase1(tmp_path_factory):
+    """An honest run of two scripted phase-1 policies on three hand-picked train tasks."""
+    run = tmp_path_factory.mktemp("rt3") / "run"
+    evaluate({name: scripted_policy(name) for name in ("null", "heuristic")},
+             tasks=[TRAIN, "cascading_failure", "distributed_deadlock"], pools=["A"], seeds=2,
+             out=run, progress=False)
+    return run.parent
+
+
+_SWAP = {"null": "heuristic", "heuristic": "null"}
+
+
+def test_labels_swapped_with_the_registry_map_swapped_fail(phase1, tmp_path):
+    def swap(episodes):
+        for e in episodes:
+            e["policy"] = _SWAP[e["policy"]]
+
+    def registered(record, episodes):
+        config = record["config"]
+        config["registered"] = {_SWAP.get(k, k): v for k, v in config["registered"].items()}
+
+    _rejected(_forge(phase1, tmp_path, swap, manifest=registered),
+              "('heuristic', 'memory_leak', 'A', 'p1_only', 0): labelled 'heuristic', srelib's "
+              "scripted policy of that name, but the run registers it as 'null'")
+
+
+def test_one_task_under_its_id_and_its_public_name_fails(phase1, tmp_path):
+    alias = srelib.task_id("cascading_failure")
+
+    def twice(episodes):
+        episodes += [dict(copy.deepcopy(e), task="cascading_failure") for e in episodes
+                     if e["task"] == alias]
+
+    _rejected(_forge(phase1, tmp_path, twice, manifest=_replan),
+              f"task 'cascading_failure' is planned under 2 names ['{alias}', 'cascading_failure']")
+
+    def renamed(episodes):  # or only under its name: evaluate plans ids
+        for e in episodes:
+            if e["task"] == alias:
+                e["task"] = "cascading_failure"
+
+    _rejected(_forge(phase1, tmp_path / "name", renamed, manifest=_replan),
+              "task 'cascading_failure' is planned by its name, not its id")
+
+
+def test_a_task_dropped_after_the_results_is_shown_as_hand_picked(phase1, tmp_path, capsys):
+    worst = srelib.task_id("distributed_deadlock")
+
+    def drop(episodes):
+        episodes[:] = [e for e in episodes if e["task"] != worst]
+
+    def config(record, episodes):
+        _replan(record, episodes)
+        record["config"]["tasks"] = f"{TRAIN},cascading_failure"
+
+    forged = _forge(phase1, tmp_path, drop, manifest=config)
+    notice = "tasks hand-picked: cascading_failure, memory_leak (not a whole suite or split"
+    assert _verified(forged).attrs["nonstandard"][0].startswith(notice)
+    assert srelib.load_run(forged).attrs["nonstandard"][0].startswith(notice)
+    assert main(["verify", str(forged)]) == 0
+    assert f"scored under non-standard settings: {notice}" in capsys.readouterr().out
+    frame = evaluate({"null": scripted_policy("null")}, tasks=[TRAIN, "cascading_failure"],
+                     pools=["A"], seeds=1, progress=False)
+    assert frame.attrs["nonstandard"][0].startswith(notice)  # shown as the run is made, too
+
+
+def test_a_config_that_names_a_wider_grid_than_the_plan_fails(phase1, tmp_path):
+    def whole_suite(record, episodes):  # the hand-picked run passed off as the classic suite
+        record["config"]["tasks"] = "classic"
+
+    _rejected(_forge(phase1, tmp_path, lambda episodes: None, manifest=whole_suite),
+              "run.json's config (tasks='classic', pools=['A'], seeds=2) plans")
+
+
+def test_sandbox_fields_are_re_derived_from_the_replay(phase1, tmp_path):
+    def unsafe(record, episodes):
+        record.update(sandbox="unsafe", isolation="none", verified=False)
+
+    claims = _verified(_forge(phase1, tmp_path, lambda episodes: None, manifest=unsafe)
+                       ).attrs["claims"]
+    said = [c for c in claims if c.startswith("run.json says its patches were graded under "
+                                              "isolation='none', sandbox='unsafe', verified=False")]
+    assert said and "the scores verified are the replay's" in said[0], claims
+    assert not any("patches were graded" in c for c in _verified(phase1 / "run").attrs["claims"])
+
+
+def test_provenance_costs_and_unknown_fields_are_named_by_the_verifier(phase1, tmp_path):
+    def cheap(episodes):
+        for e in episodes:
+            e.update(tokens=1, latency_s=0.001, wall_s=0.001)
+
+    def provenance(record, episodes):
+        record.update(created="2020-01-01T00:00:00+0000", git={"commit": "0" * 40, "dirty": False},
+                      unverifiable=[], reviewed_by="an auditor")
+        record["config"]["temperature"] = 0
+
+    claims = _verified(_forge(phase1, tmp_path, cheap, manifest=provenance)).attrs["claims"]
+    text = "\n".join(claims)
+    assert "created='2020-01-01T00:00:00+0000'" in text and f"git commit='{'0' * 40}'" in text
+    assert "each episode's tokens, latency_s, wall_s, error are the run's word" in text
+    assert "tokens total 12" in text  # the edited costs, shown although run.json lists none
+    assert "run.json holds fields no check covers, the run's word: ['reviewed_by', " \
+        "'config.temperature']" in text
+
+
+def test_extra_and_linked_files_in_the_run_folder_are_named(phase1, tmp_path):
+    forged = _forge(phase1, tmp_path, lambda episodes: None)
+    (forged / "audit.txt").write_text("every episode checked by hand\n")
+    (forged / EPISODES_FILE).unlink()
+    (forged / EPISODES_FILE).symlink_to(phase1 / "run" / EPISODES_FILE)
+    text = "\n".join(_verified(forged).attrs["claims"])
+    assert "the run folder holds files no check reads (nothing they say is verified): " \
+        "['audit.txt']" in text
+    assert "['episodes.jsonl'] are links to" in text

@@ -5,24 +5,95 @@ and playing its own mode, the seeds a count (``0..N-1``) or a list. So a plan th
 full product of its own policies, tasks, pools and seeds was not made by ``evaluate``: a
 best-of-N cherry-pick (a different seed kept per cell), a dropped episode, a task kept in one
 pool and not another. Seeds that are not ``0..N-1`` are legal but chosen by someone, so they are
-reported as a claim.
+reported as a claim. A task list that is not a whole suite or split srelib names is legal too
+(``evaluate(tasks=[...])``), but a reader must see that the set was chosen: :func:`hand_picked`
+names it, and :mod:`srelib.results.settings` shows it wherever the run's scores are shown. A task planned under its name, or under two names (its id and its
+public name), is a problem: ``evaluate`` plans each task once, by its opaque id.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Any, Iterable
+
+
+def task_shown(task: Any) -> Any:
+    """A task as tables show it (its public name; as given when it names no task)."""
+    from srelib.env.task_ids import public_name
+
+    try:
+        return public_name(str(task)) if isinstance(task, str) else task
+    except (ValueError, TypeError):
+        return task
 
 
 def episode_name(key: tuple) -> str:
     """An episode key with its task as tables show it (its public name)."""
-    from srelib.env.task_ids import public_name
+    key = tuple(key)
+    return repr((key[0], task_shown(key[1]), *key[2:]) if len(key) > 1 else key)
 
-    try:
-        key = (key[0], public_name(key[1]), *key[2:])
-    except (ValueError, TypeError, IndexError):
-        pass
-    return repr(tuple(key))
+
+def _name_problems(keys: list[tuple]) -> list[str]:
+    """Tasks planned otherwise than ``evaluate`` plans them: under several names (one task
+    counted as several), or under a name instead of its opaque id."""
+    from srelib.env.task_ids import task_id
+
+    said: dict[str, set] = {}
+    for k in keys:
+        try:
+            said.setdefault(task_id(k[1]), set()).add(k[1])
+        except (ValueError, TypeError):  # an unknown task: the replay names it
+            pass
+    problems = []
+    for task, names in sorted(said.items()):
+        if len(names) > 1:
+            problems.append(f"task {task_shown(task)!r} is planned under "
+                            f"{len(names)} names {sorted(names)}: one task counted as several")
+        elif names != {task}:
+            problems.append(f"task {sorted(names)[0]!r} is planned by its name, not its id "
+                            f"{task!r}: evaluate plans every task by its id")
+    return problems
+
+
+def _named_selections(split: str | None) -> list[set[str]]:
+    """The task sets of ``split`` (None: every split) that a task spec names: each suite's."""
+    from srelib.env.catalog import SUITES, list_tasks
+
+    return [set(list_tasks(suite, split)) for suite in SUITES]
+
+
+def hand_picked(keys: Iterable[tuple]) -> str | None:
+    """A sentence naming the planned tasks when, in some pool, they are not a union of whole
+    suites (of the pool's split) that a task spec names (``"classic"``, ``"generated:train"``):
+    the task list was chosen by someone. None when every pool plays whole suites.
+
+    Args:
+        keys: the plan's episode keys ``(policy, task, pool, mode, seed)``.
+
+    Returns:
+        The notice, or None.
+    """
+    from srelib.env.pools import POOLS
+
+    by_pool: dict = {}
+    for k in keys:
+        if isinstance(k, (list, tuple)) and len(k) == 5 and isinstance(k[1], str):
+            by_pool.setdefault(k[2], set()).add(k[1])
+    picked: set[str] = set()
+    for pool, tasks in by_pool.items():
+        split = POOLS[pool].split if pool in POOLS else None
+        try:
+            covered = set().union(*(s for s in _named_selections(split) if s & tasks))
+        except (ValueError, KeyError):  # an unknown suite or task: the replay names it
+            return None
+        if covered != tasks:
+            picked |= tasks
+    if not picked:
+        return None
+    names = sorted({str(task_shown(t)) for t in picked})
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    return (f"tasks hand-picked: {shown} (not a whole suite or split srelib names: that the set "
+            "was chosen before any episode ran is the run's claim)")
 
 
 def _in_pool(task: str, pool: str | None) -> bool:
@@ -58,8 +129,9 @@ def grid_findings(planned: Iterable[tuple]) -> tuple[list[str], list[str]]:
     if any(len(k) != 5 for k in keys):
         return ["the plan holds keys that are not (policy, task, pool, mode, seed)"], []
     counts = Counter(keys)
-    problems = [f"{episode_name(k)}: planned {n} times" for k, n in sorted(counts.items(), key=repr)
-                if n > 1]
+    problems = _name_problems(keys)
+    problems += [f"{episode_name(k)}: planned {n} times" for k, n in sorted(counts.items(), key=repr)
+                 if n > 1]
     policies = sorted({k[0] for k in keys}, key=repr)
     tasks = sorted({k[1] for k in keys}, key=repr)
     pools = sorted({(k[2], k[3]) for k in keys}, key=repr)  # a pool plays one mode

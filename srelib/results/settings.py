@@ -2,7 +2,8 @@
 
 A score means what srelib's grading makes of an episode played to its end: the weights of
 ``grading.WEIGHTS``, no runner cap on policy calls (only the environment's own step budget), and
-no ``r_cross`` unless the null-handoff repair it subtracts is known. A run may be made under
+no ``r_cross`` unless the null-handoff repair it subtracts is known, over whole suites or splits
+(a hand-picked task list is shown as one, :func:`srelib.results.grid.hand_picked`). A run may be made under
 other settings (``evaluate(max_steps=...)``, ``null_repair=...``); its manifest says which, and
 every place that shows the run (``srelib verify``, ``srelib report``, the frame of
 ``load_run``) says it was scored under non-standard settings. The replay checks each episode
@@ -13,6 +14,8 @@ shows here.
 from __future__ import annotations
 
 from typing import Any, Mapping
+
+from srelib.results.grid import hand_picked
 
 
 def section(record: Any, name: str) -> Mapping[str, Any]:
@@ -61,7 +64,9 @@ def nonstandard_settings(manifest: Mapping[str, Any]) -> list[str]:
     weights = manifest.get("weights")
     if weights is not None and weights != standard_weights():
         found.append(f"weights={weights!r}: srelib grades with {standard_weights()!r}")
-    return found
+    planned = section(manifest, "plan").get("episodes")
+    picked = hand_picked(planned) if isinstance(planned, list) else None
+    return found + ([picked] if picked else [])
 
 
 def version_claims(manifest: Mapping[str, Any]) -> list[str]:

@@ -8,7 +8,8 @@ replayed trajectory and compares the score. An edited, appended or re-scored rec
 as a mismatch. :func:`verify_run` runs it over a whole run, checks the run's episodes against
 the grid its manifest planned and that grid against what ``evaluate`` makes
 (:mod:`srelib.results.grid`), names the non-standard settings it was scored under
-(:mod:`srelib.results.settings`) and checks its signature (:mod:`srelib.results.signing`). A
+(:mod:`srelib.results.settings`), checks its signature (:mod:`srelib.results.signing`) and
+names, with their values, the fields no replay re-derives (:mod:`srelib.results.stated`). A
 replay shows that the records and score are what the environment produces for those actions;
 it cannot show which policy chose them: ``srelib.load_run(path, verify=True)`` passes
 :func:`verify_run` a ``rerun`` that plays registered scripted policies again
@@ -309,6 +310,7 @@ def check_run(path: Any, episodes: list | None = None, *, key: Any = None,
     from srelib.results.grid import episode_name, grid_findings
     from srelib.results.settings import nonstandard_settings, section, version_claims
     from srelib.results.signing import signature_findings
+    from srelib.results.stated import file_claims, sandbox_claims, stated_claims
     from srelib.results.store import RunManifest, load_config, load_episodes, plan_digest
 
     episodes = load_episodes(path) if episodes is None else episodes
@@ -318,12 +320,13 @@ def check_run(path: Any, episodes: list | None = None, *, key: Any = None,
     except (ValueError, OSError):  # no run.json, or one that is not JSON
         record = {}
     problems, claims = signature_findings(path, key)
-    claims += version_claims(record)
+    claims += version_claims(record) + sandbox_claims(record) + file_claims(path)
     nonstandard = tuple(nonstandard_settings(record))
     plan = record.get("plan")
     if not isinstance(plan, dict) or not isinstance(plan.get("episodes"), list):
         problems.append(f"{path} has no planned grid in its manifest (run.json): only a run "
                         "written by srelib.evaluate can be checked for missing episodes")
+        claims += stated_claims(record, episodes)
         return RunVerification(tuple(problems), tuple(claims), nonstandard, len(episodes)), {}
     planned = [tuple(k) for k in plan["episodes"]]
     if plan.get("digest") != plan_digest(planned):
@@ -363,5 +366,6 @@ def check_run(path: Any, episodes: list | None = None, *, key: Any = None,
             "run's claim"])
         problems += found
         claims += said
+    claims += stated_claims(record, episodes)
     verdict = RunVerification(tuple(problems), tuple(claims), nonstandard, len(episodes))
     return verdict, checks

@@ -6,7 +6,9 @@ for each policy built from srelib's registry (:data:`srelib.POLICY_CLASSES`), it
 under ``config.registered`` in ``run.json``. :func:`rerun_findings` builds that policy afresh
 from srelib's registry (never from anything else the run says), plays the episode again and
 requires the same records and the same ``oracle`` flag: episodes relabelled from one policy to
-another, or two policies' labels swapped, fail. An episode of any other policy (an LLM, a
+another, or two policies' labels swapped, fail; so does a label that is itself a registry name
+registered as another (two labels swapped with ``config.registered`` swapped to match: a
+scripted label must be the policy of that name). An episode of any other policy (an LLM, a
 sampled or a user's own policy) can only be replayed, so which policy chose its actions is
 reported as a claim; it still fails if it plays exactly as one of srelib's oracle policies
 (those handed the answer) while it says it was not handed the answer.
@@ -91,6 +93,9 @@ def rerun_findings(episode: Episode, manifest: Mapping[str, Any]) -> tuple[list[
     name = registered.get(label)
     if name is None:
         return _unregistered(episode, cap, where)
+    if label in POLICY_CLASSES and name != label:
+        return [f"{where}: labelled {label!r}, srelib's scripted policy of that name, but the run "
+                f"registers it as {name!r}: a scripted label must be the policy it names"], []
     if name not in POLICY_CLASSES:
         return [f"{where}: the run says {label!r} is srelib's scripted policy {name!r}, which "
                 f"this srelib does not register ({', '.join(POLICY_CLASSES)})"], []

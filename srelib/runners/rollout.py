@@ -107,7 +107,8 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     the directory's episodes are discarded first. ``null_repair`` (task -> null-handoff repair)
     adds ``r_cross``. Rows are sorted by policy, task, pool, mode and seed;
     ``frame.attrs["nonstandard"]`` names the settings other than srelib's the episodes were
-    scored under (``max_steps``, ``null_repair``: :mod:`srelib.results.settings`). Episodes the
+    scored under (``max_steps``, ``null_repair``, a hand-picked task list:
+    :mod:`srelib.results.settings`). Episodes the
     grader could not grade (:mod:`srelib.env.grading_errors`) have no score, their
     ``grading_error`` column says why, ``frame.attrs["grading_errors"]`` counts them and a
     :class:`GradingErrorWarning` names them; with ``out``, running again plays them again.
@@ -187,8 +188,9 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
         wanted = {j.key for j in jobs}
         finished = [e for e in iter_episodes(store.path) if e.key in wanted]
     frame = frame_from_episodes(finished)
-    frame.attrs["nonstandard"] = nonstandard_settings({"config": {"max_steps": max_steps,
-                                                                  "null_repair": null_repair}})
+    frame.attrs["nonstandard"] = nonstandard_settings({
+        "config": {"max_steps": max_steps, "null_repair": null_repair},
+        "plan": {"episodes": [list(j.key) for j in jobs]}})
     ungraded = [e for e in finished if e.grading_error is not None]
     frame.attrs["grading_errors"] = len(ungraded)
     if ungraded:
