@@ -34,7 +34,7 @@ def main() -> None:
     from srelib.analysis.ceiling import (ceiling_episodes, handoff_gain, ladder_episodes,
                                          summarize_ladder)
     from srelib.analysis.stats import to_markdown
-    from srelib.env.catalog import SPLITS, list_tasks
+    from srelib.env.tasks.catalog import SPLITS, list_tasks
     from srelib.policies import AimedRepairPhase2Policy
 
     suites = [(list(srelib.TASKS), args.seeds)] + \

@@ -6,11 +6,11 @@ sandboxed subprocess. A hit re-grades a patch already graded. The tasks with a f
 every graded patch must come back applied and fully resolved, or the run fails. One untimed
 grading first starts whatever the grader starts once per process.
 
-Grading takes a sandbox started ahead (:mod:`srelib.env.spare`); the misses alternate with and
+Grading takes a sandbox started ahead (:mod:`srelib.env.grading.sandbox.spare`); the misses alternate with and
 without it (``SRELIB_SPARE_SANDBOX=0``: each grading starts its own, as before), in the same
 run. The floor is measured alternating with them too: a bare ``bwrap`` (new namespaces,
 ``/usr`` read-only) starting the sandbox's interpreter on ``pass``, and the same empty
-interpreter through :func:`srelib.env.sandbox.run_isolated` (the grader's whole sandbox:
+interpreter through :func:`srelib.env.grading.sandbox.isolate.run_isolated` (the grader's whole sandbox:
 limits, uid drop, scratch copy). A grading without a spare can get no faster than the first.
 
 The spare is started while the grader waits; back to back (``--burst`` gradings with no pause
@@ -50,7 +50,7 @@ def unique_patch(fix_diff: str, tag: str) -> str:
 def fixable_tasks() -> list[tuple[str, str, str]]:
     """(task, repo, reference fix diff) for every task whose scenario needs a fix."""
     import srelib
-    from srelib.env.lookup import load_repo
+    from srelib.env.tasks.lookup import load_repo
 
     out = []
     for task in srelib.TASKS:
@@ -71,7 +71,7 @@ def floor_calls():
     import subprocess
     import tempfile
 
-    from srelib.env import sandbox
+    from srelib.env.grading.sandbox import isolate as sandbox
 
     empty = [sandbox.python(), "-I", "-S", "-B", "-c", "pass"]
     bare = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent",
@@ -92,7 +92,7 @@ def floor_calls():
 @contextlib.contextmanager
 def spare_sandbox(on: bool):
     """Grade with (``on``) or without the spare sandbox, restoring the setting after."""
-    from srelib.env import spare
+    from srelib.env.grading.sandbox import spare
 
     before = os.environ.get(spare.SPARE_ENV)
     os.environ[spare.SPARE_ENV] = "1" if on else "0"
@@ -117,7 +117,7 @@ class Grader:
 
     def __call__(self, case: int) -> float:
         """Grade one for the task ``case`` (cycling the tasks); its wall milliseconds."""
-        from srelib.env.patching import grade_patch
+        from srelib.env.grading.pipeline import grade_patch
 
         n = next(self.count)
         task, repo, fix = self.cases[case % len(self.cases)]
@@ -139,8 +139,8 @@ def burst(grade: Grader, count: int, on: bool) -> tuple[list[float], float]:
 
 
 def run(patches: int, hits: int, bursts: int = 20) -> list[Row]:
-    from srelib.env.patching import grade_patch
-    from srelib.env.sandbox import isolation_level
+    from srelib.env.grading.pipeline import grade_patch
+    from srelib.env.grading.sandbox.isolate import isolation_level
 
     floors = floor_calls()
     modes = {"with a spare sandbox": True, "without (each starts its own)": False}

@@ -52,7 +52,7 @@ def policy():
 
 def episode_mix(seeds: int) -> list[tuple[str, str, int]]:
     """(task, pool, seed) for every task of every pool and each of ``seeds`` seeds."""
-    from srelib.env.pools import POOLS
+    from srelib.env.tasks.pools import POOLS
 
     return [(task, pool, seed) for pool in sorted(POOLS) for task in POOLS[pool].tasks
             for seed in range(seeds)]

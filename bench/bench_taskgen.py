@@ -27,7 +27,7 @@ from common import REPO_ROOT, Row, base_parser, median, report  # noqa: E402
 GENERATION_TARGET_S = 60.0
 GRADE_TARGET_MS = 100.0
 CORES = 2
-_LOAD = "from srelib.env.taskgen import generated_suite; s = generated_suite(); print(len(s.tasks))"
+_LOAD = "from srelib.env.tasks.taskgen import generated_suite; s = generated_suite(); print(len(s.tasks))"
 
 
 def _children_cpu() -> float:
@@ -43,9 +43,9 @@ def _timed_load(env: dict) -> tuple[float, float]:
 
 
 def run(patches: int) -> list[Row]:
-    from srelib.env.patching import grade_patch
-    from srelib.env.lookup import get_scenario, load_repo
-    from srelib.env.taskgen import generated_suite
+    from srelib.env.grading.pipeline import grade_patch
+    from srelib.env.tasks.lookup import get_scenario, load_repo
+    from srelib.env.tasks.taskgen import generated_suite
 
     with tempfile.TemporaryDirectory(prefix="srelib-bench-taskgen-") as folder:
         os.environ["SRELIB_CACHE"] = folder

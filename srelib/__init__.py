@@ -19,16 +19,16 @@ _EXPORTS = {
     "FAULT_CLASSES": "srelib.env.actions",
     "ACTION_SPECS": "srelib.env.actions",
     "BeliefState": "srelib.env.belief",
-    "get_scenario": "srelib.env.lookup",
-    "TASKS": "srelib.env.scenarios",
-    "list_tasks": "srelib.env.catalog",
-    "task_card": "srelib.env.lookup",
-    "task_id": "srelib.env.task_ids",
-    "POOLS": "srelib.env.pools",
-    "oracle_belief": "srelib.env.pools",
-    "score_trajectory": "srelib.env.grading",
+    "get_scenario": "srelib.env.tasks.lookup",
+    "TASKS": "srelib.env.simulation.scenarios",
+    "list_tasks": "srelib.env.tasks.catalog",
+    "task_card": "srelib.env.tasks.lookup",
+    "task_id": "srelib.env.tasks.ids",
+    "POOLS": "srelib.env.tasks.pools",
+    "oracle_belief": "srelib.env.tasks.pools",
+    "score_trajectory": "srelib.env.grading.score",
     "parse_action": "srelib.env.parse",
-    "EpisodeSpec": "srelib.env.spec",
+    "EpisodeSpec": "srelib.env.tasks.spec",
     "EpisodeRun": "srelib.episode",
     "episode_steps": "srelib.episode",
     "drive": "srelib.episode",
@@ -58,15 +58,15 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (a test keeps the two in step)
     from srelib.serve.remote import RemoteEnv
     from srelib.env.actions import ActionType, SERVICES, FAULT_CLASSES, ACTION_SPECS
     from srelib.env.belief import BeliefState
-    from srelib.env.lookup import get_scenario
-    from srelib.env.scenarios import TASKS
-    from srelib.env.catalog import list_tasks
-    from srelib.env.lookup import task_card
-    from srelib.env.task_ids import task_id
-    from srelib.env.pools import POOLS, oracle_belief
-    from srelib.env.grading import score_trajectory
+    from srelib.env.tasks.lookup import get_scenario
+    from srelib.env.simulation.scenarios import TASKS
+    from srelib.env.tasks.catalog import list_tasks
+    from srelib.env.tasks.lookup import task_card
+    from srelib.env.tasks.ids import task_id
+    from srelib.env.tasks.pools import POOLS, oracle_belief
+    from srelib.env.grading.score import score_trajectory
     from srelib.env.parse import parse_action
-    from srelib.env.spec import EpisodeSpec
+    from srelib.env.tasks.spec import EpisodeSpec
     from srelib.episode import EpisodeRun, episode_steps, drive
     from srelib.results.store import Episode, load_episodes, load_episode
     from srelib.runners.runs import load_run, verify_run

@@ -1,7 +1,7 @@
 """The ``srelib`` command line: list tasks, evaluate scripted policies, report a run, run the demo.
 
     srelib tasks [--suite generated]
-    srelib tasks check srelib/env/scenario_data/memory_leak
+    srelib tasks check srelib/env/simulation/scenario_data/memory_leak
     srelib tasks audit --suite generated
     srelib tasks build --key FILE [--shapes DIR]
     srelib eval --policy heuristic --policy heuristic-revert --pools B,C --seeds 50 --out runs/h
@@ -36,7 +36,7 @@ from srelib.policies.registry import POLICY_CLASSES
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from srelib.env.sandbox import SANDBOX_ENV, SandboxRefused
+    from srelib.env.grading.sandbox.isolate import SANDBOX_ENV, SandboxRefused
     from srelib.extras import MissingExtra
 
     args = _parser().parse_args(argv)
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from srelib.env.sandbox import SANDBOX_ENV, SANDBOX_MODES
+    from srelib.env.grading.sandbox.isolate import SANDBOX_ENV, SANDBOX_MODES
 
     from srelib._version import __version__
 
@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     tasks_sub = tasks.add_subparsers(dest="tasks_command")
     check = tasks_sub.add_parser(
         "check", parents=[grading], help="validate a scenario folder and name each problem")
-    check.add_argument("path", help="a folder like srelib/env/scenario_data/<task>")
+    check.add_argument("path", help="a folder like srelib/env/simulation/scenario_data/<task>")
     check.set_defaults(run=cmd_tasks_check, parser=check)
     audit = tasks_sub.add_parser(
         "audit", help="the tell audit: how well one surface field, read alone, predicts the "

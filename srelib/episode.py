@@ -21,7 +21,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
 
-from srelib.env.spec import EpisodeSpec
+from srelib.env.tasks.spec import EpisodeSpec
 from srelib.env.types import Observation
 from srelib.redact import redact_text
 

@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from urllib.parse import quote, quote_plus
 
-from srelib.env.memo import byte_lru, deep_size
+from srelib.env.support.memo import byte_lru, deep_size
 
 REDACTED = "<redacted>"
 _WORDS = (r"api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret"

@@ -53,7 +53,7 @@ def shown_log(task: str, seed: int) -> tuple[list[dict], str | None]:
 
 def bad_index(task: str, seed: int) -> tuple[int | None, int, list[dict]]:
     """``(index of the bad commit in the shown log or None, commits, the log)``."""
-    from srelib.env.lookup import get_scenario
+    from srelib.env.tasks.lookup import get_scenario
 
     commits, bad_sha = shown_log(task, seed)
     scenario = get_scenario(task)
@@ -81,7 +81,7 @@ def rule_rate(tasks: list[str], seed: int = 0) -> tuple[float, float]:
 def _public_table() -> dict[str, str]:
     """sha -> task over every candidate's repository as the public generator builds it
     (shas shared by several tasks map to none)."""
-    from srelib.env.taskgen.tasks import _candidates, task_history
+    from srelib.env.tasks.taskgen.tasks import _candidates, task_history
 
     table: dict[str, str] = {}
     shared: set[str] = set()
@@ -111,10 +111,10 @@ class HashLookup:
     @staticmethod
     def _recomputed(commits: list[dict], seed: int) -> str | None:
         try:
-            from srelib.env.surface import PUBLIC_KEY, EpisodeSurface
+            from srelib.env.tasks.surface import PUBLIC_KEY, EpisodeSurface
         except ImportError:  # a srelib whose shas do not depend on the episode
             return None
-        from srelib.env.taskgen.tasks import _candidates, task_history
+        from srelib.env.tasks.taskgen.tasks import _candidates, task_history
 
         shown = {c["sha"] for c in commits}
         for task in _candidates():
@@ -144,7 +144,7 @@ def most_removed_py_rule(commits: list[dict]) -> list[str]:
 
 def classic_rule_rate(rule, seed: int = 0) -> tuple[float, float]:
     """``(how often rule names the bad commit of a classic task, chance)``, as :func:`named_rate`."""
-    from srelib.env.scenarios import TASKS
+    from srelib.env.simulation.scenarios import TASKS
 
     return named_rate(rule, list(TASKS), seed)
 
@@ -242,10 +242,10 @@ def named_rate(rule, tasks: list[str], seed: int = 0) -> tuple[float, float]:
 def _families_at() -> dict[tuple[str, str], Counter]:
     """(package, module path) -> how many public candidates of each family have their site
     there: a table anyone holding srelib builds."""
-    from srelib.env.taskgen.bases import BASES
-    from srelib.env.taskgen.recipes import module_path
-    from srelib.env.taskgen.shape_lib import SHAPES
-    from srelib.env.taskgen.tasks import _candidates
+    from srelib.env.tasks.taskgen.bases import BASES
+    from srelib.env.tasks.taskgen.recipes import module_path
+    from srelib.env.tasks.taskgen.shape_lib import SHAPES
+    from srelib.env.tasks.taskgen.tasks import _candidates
 
     table: dict = {}
     for c in _candidates().values():
@@ -267,9 +267,9 @@ def family_vote(commits: list[dict], package: str) -> list[str]:
 def family_vote_rate(tasks: list[str], seed: int = 0) -> tuple[float, float]:
     """``(how often family_vote names the family of a fault task's bug, chance)``; chance is the
     better of one family in the count of fault families and always guessing the commonest."""
-    from srelib.env.lookup import get_scenario
-    from srelib.env.taskgen.bases import BASES
-    from srelib.env.taskgen.tasks import candidate
+    from srelib.env.tasks.lookup import get_scenario
+    from srelib.env.tasks.taskgen.bases import BASES
+    from srelib.env.tasks.taskgen.tasks import candidate
 
     hits, truths = 0.0, []
     for task in tasks:

@@ -174,13 +174,13 @@ def pool_cells(suite: str, per_pool: int | None = None) -> dict[str, list[tuple[
     ``per_pool`` tasks of each in a fixed shuffled order."""
     import random
 
-    from srelib.env.pools import POOLS
-    from srelib.env.scenarios import TASKS
+    from srelib.env.tasks.pools import POOLS
+    from srelib.env.simulation.scenarios import TASKS
 
     if suite == "classic":
         cells = {p: [(t, {"pool": p}) for t in pool.tasks if t in TASKS] for p, pool in POOLS.items()}
     elif suite == "generated":
-        from srelib.env.taskgen import generated_suite
+        from srelib.env.tasks.taskgen import generated_suite
 
         tasks = generated_suite().tasks
         split = {name: sorted(t for t, i in tasks.items() if i.split == name) for name in ("train", "heldout")}
@@ -198,7 +198,7 @@ def pool_cells(suite: str, per_pool: int | None = None) -> dict[str, list[tuple[
 def pool_means(make_policy, suite: str, per_pool: int | None = None, seeds=(0,)) -> dict[str, dict]:
     """``{pool: {"mean", "over", "tasks", "ok"}}`` of the policy ``make_policy(task)`` builds for
     each task, per pool of ``suite`` (``over``: share of tasks above the per-task bar)."""
-    from srelib.env.lookup import get_scenario
+    from srelib.env.tasks.lookup import get_scenario
     from srelib.analysis.validity import play
 
     out = {}

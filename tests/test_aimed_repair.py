@@ -9,7 +9,7 @@ import pytest
 import srelib
 from srelib.analysis.ceiling import ceiling_episodes, handoff_gain, ladder_episodes
 from srelib.env.belief import BeliefState
-from srelib.env.lookup import get_scenario
+from srelib.env.tasks.lookup import get_scenario
 from srelib.policies import AimedLadderPhase2Policy, AimedRepairPhase2Policy
 from srelib.policies import NullPhase1Policy
 from srelib.policies.base import compose, handoff_action

@@ -63,7 +63,7 @@ def test_metrics_over_real_episodes(episodes):
 
 
 def test_harmful_actions_lists_what_the_grader_penalised():
-    from srelib.env.grading import harmful_actions
+    from srelib.env.grading.score import harmful_actions
 
     env = srelib.IncidentEnv()
     env.reset(task="memory_leak", pool="A", seed=0)

@@ -50,7 +50,7 @@ def test_grading_bench_times_misses_and_cheaper_memo_hits(tmp_path):
 
 
 def test_unique_patches_differ_but_grade_as_the_fix():
-    from srelib.env.patching import grade_patch
+    from srelib.env.grading.pipeline import grade_patch
 
     task, repo, fix = bench_grading.fixable_tasks()[0]
     first, second = (bench_grading.unique_patch(fix, tag) for tag in ("smoke_a", "smoke_b"))

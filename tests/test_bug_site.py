@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from srelib.env.bug_site import bug_site, changed_lines, functions_touching
-from srelib.env.lookup import get_scenario
-from srelib.env.scenarios import TASKS
+from srelib.env.grading.bug_site import bug_site, changed_lines, functions_touching
+from srelib.env.tasks.lookup import get_scenario
+from srelib.env.simulation.scenarios import TASKS
 
 SOURCE = '''class Store:
     def get(self, key):

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 import srelib
-from srelib.env.catalog import SPLITS, list_tasks, resolve_tasks, split_of, suite_of
-from srelib.env.pools import HELDOUT_TASKS, POOLS, TRAIN_TASKS
-from srelib.env.lookup import load_repo
-from srelib.env.scenario_check import check_folder
-from srelib.env.scenarios import DATA_DIR, FOLDERS, TASKS
-from srelib.env.task_ids import resolve
+from srelib.env.tasks.catalog import SPLITS, list_tasks, resolve_tasks, split_of, suite_of
+from srelib.env.tasks.pools import HELDOUT_TASKS, POOLS, TRAIN_TASKS
+from srelib.env.tasks.lookup import load_repo
+from srelib.env.grading.scenario_check import check_folder
+from srelib.env.simulation.scenarios import DATA_DIR, FOLDERS, TASKS
+from srelib.env.tasks.ids import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX_TASK = next(t for t in TASKS if FOLDERS[t].fix_files())
@@ -134,7 +134,7 @@ def test_pools_are_a_split_and_a_mode():
 @pytest.fixture(scope="module")
 def generated():
     """One generated train task and one held-out task (the suite is cached on disk)."""
-    pytest.importorskip("srelib.env.taskgen")
+    pytest.importorskip("srelib.env.tasks.taskgen")
     return list_tasks("generated", "train")[0], list_tasks("generated", "heldout")[0]
 
 
@@ -274,8 +274,8 @@ def test_adding_a_folder_is_all_it_takes_to_add_a_task(tmp_path):
     _copy(FIX_TASK, package / "env" / "scenario_data", "added_task")
     code = (
         "import srelib\n"
-        "from srelib.env.patching import grade_patch\n"
-        "from srelib.env.lookup import load_repo\n"
+        "from srelib.env.grading.pipeline import grade_patch\n"
+        "from srelib.env.tasks.lookup import load_repo\n"
         "assert srelib.__file__.startswith(%r)\n"
         "assert 'added_task' in srelib.list_tasks('classic', 'train')\n"
         "obs, info = srelib.IncidentEnv().reset(task='added_task', pool='C', seed=0)\n"
@@ -294,7 +294,7 @@ def test_adding_a_folder_is_all_it_takes_to_add_a_task(tmp_path):
 # ------------------------------------------------------------------ the CLI lists suites
 
 def test_cli_lists_the_generated_suite_counts(generated):
-    from srelib.env.taskgen import generated_suite
+    from srelib.env.tasks.taskgen import generated_suite
 
     result = _srelib("tasks", "--suite", "generated")
     assert result.returncode == 0, result.stderr
@@ -319,7 +319,7 @@ def test_cli_lists_the_generated_suite_counts(generated):
 # ------------------------------------------------------------------ tables of a suite
 
 def _report():
-    """A small suite report shaped like srelib.env.taskgen's: 2 families x 3 services x splits."""
+    """A small suite report shaped like srelib.env.tasks.taskgen's: 2 families x 3 services x splits."""
     from types import SimpleNamespace
 
     tasks = {f"{fam}.{svc}.site{k}": SimpleNamespace(family=fam, service=svc, site=f"site{k}",

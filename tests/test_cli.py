@@ -241,7 +241,7 @@ def test_bad_input_is_one_line_and_exit_status_2(argv, tmp_path, capsys):
 def test_grading_refused_by_a_weak_sandbox_is_one_line_and_unsafe_is_recorded(tmp_path, capsys,
                                                                               monkeypatch):
     from srelib.cli import main
-    from srelib.env import sandbox
+    from srelib.env.grading.sandbox import isolate as sandbox
 
     monkeypatch.setattr(sandbox, "available_levels", lambda: ("rlimits-only",))
     monkeypatch.delenv(sandbox.SANDBOX_ENV, raising=False)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from srelib.env import taskgen
-from srelib.env.patching import run_tests
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.scenarios import TASKS
-from srelib.env.taskgen.runner import judge, observe_many
-from srelib.env.taskgen.tasks import derive_tests, task_history, trees
+from srelib.env.tasks import taskgen
+from srelib.env.grading.pipeline import run_tests
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.simulation.scenarios import TASKS
+from srelib.env.tasks.taskgen.runner import judge, observe_many
+from srelib.env.tasks.taskgen.tasks import derive_tests, task_history, trees
 
 SEEDS = (1, 2**40 + 7, 987654321)
 

@@ -10,10 +10,10 @@ import pytest
 import srelib
 from srelib.env import actions as A
 from srelib.env.actions import SERVICES
-from srelib.env.grading import score_trajectory
-from srelib.env.pools import HELDOUT_TASKS, TRAIN_TASKS
-from srelib.env.surface import EpisodeSurface, suite_key
-from srelib.env.task_ids import resolve, task_id
+from srelib.env.grading.score import score_trajectory
+from srelib.env.tasks.pools import HELDOUT_TASKS, TRAIN_TASKS
+from srelib.env.tasks.surface import EpisodeSurface, suite_key
+from srelib.env.tasks.ids import resolve, task_id
 from srelib.policies import call_reset
 
 OBS_KEYS = {

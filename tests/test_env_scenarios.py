@@ -8,11 +8,11 @@ import pytest
 
 import srelib
 from srelib.env.actions import DEPENDS_ON, FAULT_CLASSES, SERVICES
-from srelib.env.grading import harmful_actions
-from srelib.env.infra import ALERT_RULE_NAMES
-from srelib.env.repos import list_repos
-from srelib.env.sim_state import RELIEF_MINUTES
-from srelib.env.surface import EpisodeSurface, suite_key
+from srelib.env.grading.score import harmful_actions
+from srelib.env.simulation.infra import ALERT_RULE_NAMES
+from srelib.env.phase2.repos import list_repos
+from srelib.env.simulation.state import RELIEF_MINUTES
+from srelib.env.tasks.surface import EpisodeSurface, suite_key
 
 # docs/CONTRACTS.md, "Repositories and phase-1 deploys": (repo, bad commit or good sha, services)
 CONTRACT_DEPLOYS = {
@@ -60,7 +60,7 @@ def remediate(env, items):
 
 def joint_pool(task):
     """The joint-mode pool holding ``task`` (C for train tasks, D for held-out ones)."""
-    from srelib.env.pools import POOLS
+    from srelib.env.tasks.pools import POOLS
     return next(p.name for p in POOLS.values() if p.mode == "joint" and task in p.tasks)
 
 

@@ -85,7 +85,7 @@ import pytest
 
 import srelib
 from srelib.env.core import IncidentEnv
-from srelib.env.taskgen import FAMILIES, candidates
+from srelib.env.tasks.taskgen import FAMILIES, candidates
 from srelib.analysis.admission import admission_policies, gate_reasons
 from srelib.analysis.gate import rules
 from srelib.policies.llm.providers import providers
@@ -120,7 +120,7 @@ def _copy_package(root: Path) -> Path:
 def test_one_new_file_adds_a_family_a_gate_policy_and_a_provider(tmp_path):
     copy = _copy_package(tmp_path / "src")
     before = {p.relative_to(copy) for p in copy.rglob("*") if p.is_file()}
-    drops = {copy / "env/taskgen/family_lib/thread_leak.py": FAMILY,
+    drops = {copy / "env/tasks/taskgen/family_lib/thread_leak.py": FAMILY,
              copy / "adversarial/answer_copy.py": GATE_POLICY,
              copy / "policies/llm/providers/mock_transport.py": PROVIDER}
     for path, text in drops.items():

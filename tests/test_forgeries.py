@@ -24,7 +24,7 @@ import srelib
 from srelib.cli import main
 from srelib.env.actions import PARSE_ERROR, ActionType
 from srelib.env.belief import BeliefState
-from srelib.env.grading import score_trajectory
+from srelib.env.grading.score import score_trajectory
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.scripted.baselines import RandomPhase2Policy
 from srelib.policies.scripted.reference import ReferencePolicy

@@ -9,12 +9,12 @@ import pytest
 
 from srelib.env.actions import SERVICES
 from srelib.env.belief import BeliefState
-from srelib.env.grading import (DIAGNOSIS_PARTS, WEIGHTS, diagnosis_score,
+from srelib.env.grading.score import (DIAGNOSIS_PARTS, WEIGHTS, diagnosis_score,
                                 r_cross, repair_credit, score_trajectory)
-from srelib.env.pools import oracle_belief
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.repos import unified_diff
-from srelib.env.scenarios import TASKS
+from srelib.env.tasks.pools import oracle_belief
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.phase2.repos import unified_diff
+from srelib.env.simulation.scenarios import TASKS
 
 HEALTHY = dict.fromkeys(SERVICES, "healthy")
 SICK = {**HEALTHY, "orders": "degraded", "api_gateway": "degraded"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from srelib.analysis.tell_audit import MAX_OVER_CHANCE, Surface, _shape_fields, learned_commit_rows
-from srelib.env.taskgen import generated_suite
+from srelib.env.tasks.taskgen import generated_suite
 
 from tests.red_team_history import (HashLookup, burst_rule, classic_rule_rate, family_vote,
                                    family_vote_rate, gap_rule, lookup_rate, most_removed_py_rule,
@@ -91,10 +91,10 @@ def test_no_date_rule_finds_a_classic_bad_commit(rule):
 
 
 def test_the_family_vote_counts_the_trees_modules():
-    from srelib.env.taskgen import candidates
-    from srelib.env.taskgen.bases import BASES
-    from srelib.env.taskgen.recipes import module_path
-    from srelib.env.taskgen.shape_lib import SHAPES
+    from srelib.env.tasks.taskgen import candidates
+    from srelib.env.tasks.taskgen.bases import BASES
+    from srelib.env.tasks.taskgen.recipes import module_path
+    from srelib.env.tasks.taskgen.shape_lib import SHAPES
 
     cs = [c for c in candidates().values() if c.service == "orders" and not SHAPES[c.shape].module.startswith("common/")]
     one, other = cs[0], next(c for c in cs if SHAPES[c.shape].family != SHAPES[cs[0].shape].family)
@@ -222,7 +222,7 @@ _PLAY = textwrap.dedent("""
     import json, sys, warnings
     warnings.simplefilter("ignore")
     from srelib.env.core import IncidentEnv
-    from srelib.env.taskgen.tasks import task_history
+    from srelib.env.tasks.taskgen.tasks import task_history
     out = []
     for task in json.loads(sys.argv[1]):
         env = IncidentEnv()
@@ -260,7 +260,7 @@ def keyed_runs(tmp_path_factory):
 def test_a_policy_without_the_key_reads_nothing_off_a_keyed_suite(keyed_runs):
     """The hash lookup (table and public-key recompute), and the public id table, name no task
     of a keyed suite: what is left to such a policy is what the shallow agents have."""
-    from srelib.env.task_ids import resolve
+    from srelib.env.tasks.ids import resolve
 
     tasks, runs, _, _ = keyed_runs
     cheat = HashLookup()
@@ -273,7 +273,7 @@ def test_a_policy_without_the_key_reads_nothing_off_a_keyed_suite(keyed_runs):
 
 
 def _public_history(tasks: list[str]) -> dict[str, list[str]]:
-    from srelib.env.taskgen.tasks import task_history
+    from srelib.env.tasks.taskgen.tasks import task_history
 
     return {t: [c.sha for c in task_history(t).commits] for t in tasks}
 
@@ -290,7 +290,7 @@ def test_a_keyed_suite_replays_byte_for_byte_and_another_key_differs(keyed_runs)
 
 _PRIVATE_SHAPE = textwrap.dedent("""
     import dataclasses
-    from srelib.env.taskgen.shape_lib.lru import SHAPE as _LRU
+    from srelib.env.tasks.taskgen.shape_lib.lru import SHAPE as _LRU
 
     SHAPE = dataclasses.replace(_LRU, name="lru_private", module="@n@_bounded.py")
     SPLIT = "heldout"
@@ -302,8 +302,8 @@ def test_private_shapes_join_only_a_keyed_suite(tmp_path):
     key.write_bytes(os.urandom(32))
     (tmp_path / "suite" / "shapes").mkdir(parents=True)
     (tmp_path / "suite" / "shapes" / "lru_private.py").write_text(_PRIVATE_SHAPE)
-    code = ("import json; from srelib.env.taskgen import candidates, build_scenario;"
-            "from srelib.env.taskgen.shape_lib import PUBLIC_SHAPES;"
+    code = ("import json; from srelib.env.tasks.taskgen import candidates, build_scenario;"
+            "from srelib.env.tasks.taskgen.shape_lib import PUBLIC_SHAPES;"
             "ids = [t for t in candidates() if t.endswith('_lru_private')];"
             "print(json.dumps([len(ids), build_scenario(ids[0]).heldout,"
             " 'lru_private' in PUBLIC_SHAPES, 'lru' in PUBLIC_SHAPES]))")
@@ -315,7 +315,7 @@ def test_private_shapes_join_only_a_keyed_suite(tmp_path):
     count, heldout, private_public, lru_public = json.loads(run.stdout)
     assert count > 0 and heldout is True
     assert not private_public and lru_public  # the suite file counts its public-shape tasks apart
-    from srelib.env.taskgen import candidates
+    from srelib.env.tasks.taskgen import candidates
 
     assert not [t for t in candidates() if t.endswith("_lru_private")]  # not in the public suite
 
@@ -325,7 +325,7 @@ def test_the_suite_file_counts_the_tasks_whose_shape_is_public():
     public bad() text names the bad commit in 1.00): the suite file says how many tasks per
     split have a public shape, every one on the public suite."""
     from srelib.analysis.suite_build import public_shape_tasks
-    from srelib.env.taskgen.suite import suite_file
+    from srelib.env.tasks.taskgen.suite import suite_file
 
     raw = json.loads(suite_file().read_text())
     tasks = generated_suite().tasks

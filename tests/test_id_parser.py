@@ -2,7 +2,7 @@
 
 A generated task used to be handed to policies (and shown in ``info``) as
 ``<family>.<culprit service>.<site>``: parsing it declared the right service and class on 95%
-of train tasks. Every task is now handed as an opaque id (``srelib.env.task_ids``); the
+of train tasks. Every task is now handed as an opaque id (``srelib.env.tasks.ids``); the
 family, culprit, shape and site live in the task card, which policies never get.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 import srelib
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
-from srelib.env.taskgen import FAMILIES
+from srelib.env.tasks.taskgen import FAMILIES
 from srelib.policies.base import make_action
 from srelib.runners.rollout import run_episode
 from srelib.analysis.suite_tables import family_sample

@@ -23,7 +23,7 @@ from inspect_ai.log import list_eval_logs, read_eval_log  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
 import srelib  # noqa: E402
-from srelib.env.grading import score_trajectory  # noqa: E402
+from srelib.env.grading.score import score_trajectory  # noqa: E402
 from srelib.integrations.inspect_ai import incident_samples, srelib_incidents  # noqa: E402
 from srelib.policies import ReferencePolicy, call_reset  # noqa: E402
 

@@ -132,22 +132,22 @@ def test_the_reader_sees_lazy_relative_and_type_only_imports(tmp_path):
     (package / "__init__.py").write_text("")
     (package / "env" / "__init__.py").write_text("")
     (package / "env" / "core.py").write_text(
-        "from . import spec\n\ndef step():\n    from srelib.cli import main\n")
-    (package / "env" / "spec.py").write_text(
+        "from . import plan\n\ndef step():\n    from srelib.cli import main\n")
+    (package / "env" / "plan.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from srelib.env.core import step\n")
     (package / "cli.py").write_text("from srelib.env.core import step\n")
     graph = _graph()
     imports = graph.read_imports(tmp_path)
     seen = {(i.source, i.target, i.line, i.lazy) for i in imports}
-    assert seen == {("srelib.env.core", "srelib.env.spec", 1, False),
+    assert seen == {("srelib.env.core", "srelib.env.plan", 1, False),
                     ("srelib.env.core", "srelib.cli", 4, True),
-                    ("srelib.env.spec", "srelib.env.core", 3, True),
+                    ("srelib.env.plan", "srelib.env.core", 3, True),
                     ("srelib.cli", "srelib.env.core", 1, False)}
     assert upward_imports(imports, tmp_path) == [
         "srelib/env/core.py:4: srelib.env.core (env) imports srelib.cli "
         "(public API and command line), a higher layer"]
-    assert graph.cycles(imports) == [["srelib.cli", "srelib.env.core", "srelib.env.spec"]]
-    walk = graph.cycle_path(["srelib.cli", "srelib.env.core", "srelib.env.spec"], imports)
+    assert graph.cycles(imports) == [["srelib.cli", "srelib.env.core", "srelib.env.plan"]]
+    walk = graph.cycle_path(["srelib.cli", "srelib.env.core", "srelib.env.plan"], imports)
     assert [(i.source, i.target) for i in walk] == [("srelib.cli", "srelib.env.core"),
                                                     ("srelib.env.core", "srelib.cli")]
 
@@ -177,7 +177,7 @@ _ALONE = textwrap.dedent("""
 
     sys.meta_path.insert(0, Block())
 
-    from srelib.env.catalog import list_tasks
+    from srelib.env.tasks.catalog import list_tasks
     from srelib.env.core import IncidentEnv
 
     ended = {}

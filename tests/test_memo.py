@@ -7,11 +7,15 @@ import itertools
 
 import pytest
 
-from srelib.env import lookup, patching, phase1, repos, verdicts
+from srelib.env.tasks import lookup
+from srelib.env.grading import pipeline as patching
+from srelib.env.simulation import phase1
+from srelib.env.phase2 import repos
+from srelib.env.grading.verdicts import rules as verdicts
 from srelib.env.actions import SERVICES
-from srelib.env.memo import ByteLRU, byte_lru, deep_size
-from srelib.env.pools import TRAIN_TASKS
-from srelib.env.taskgen import tasks as taskgen_tasks
+from srelib.env.support.memo import ByteLRU, byte_lru, deep_size
+from srelib.env.tasks.pools import TRAIN_TASKS
+from srelib.env.tasks.taskgen import tasks as taskgen_tasks
 from srelib.adversarial import cunning as adversarial
 from srelib import redact
 

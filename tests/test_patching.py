@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import patching, sandbox
-from srelib.env.patching import grade_patch, normalise_diff
-from srelib.env.lookup import load_repo
-from srelib.env.repos import unified_diff
-from srelib.env.scenarios import DATA_DIR
+from srelib.env.grading import pipeline as patching
+from srelib.env.grading.sandbox import isolate as sandbox
+from srelib.env.grading.pipeline import grade_patch, normalise_diff
+from srelib.env.tasks.lookup import load_repo
+from srelib.env.phase2.repos import unified_diff
+from srelib.env.simulation.scenarios import DATA_DIR
 
 REPO, TASK = "orders_batch", "memory_leak"
 BATCH = "orders/handlers/batch.py"
@@ -197,7 +198,7 @@ def test_grade_memoised_builds_nothing():
     """Asked on the server's event loop, grade_memoised neither loads a repository nor works out
     a task's bug site (up to tens of milliseconds each): while either is out of memory, the
     answer is False (the patch goes to a worker thread, where grade_patch loads them)."""
-    from srelib.env.site_guard import site_units
+    from srelib.env.grading.site_guard import site_units
 
     diff = _batch_diff(f"MEMO_COLD = {uuid.uuid4().int}\n")
     grade_patch(REPO, TASK, diff)

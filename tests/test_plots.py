@@ -7,7 +7,7 @@ from matplotlib.patches import Rectangle
 
 from srelib import plots
 from srelib.policies.registry import scripted_policy
-from srelib.env.grading import WEIGHTS
+from srelib.env.grading.score import WEIGHTS
 from srelib.policies import RevertPhase2Policy
 from srelib.analysis.ceiling import ceiling_table
 from srelib.runners.rollout import evaluate

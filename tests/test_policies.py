@@ -115,7 +115,7 @@ def test_heuristic_is_imperfect():
 
 
 def test_revert_proposes_the_reverse_of_the_bad_commit():
-    from srelib.env.lookup import load_repo
+    from srelib.env.tasks.lookup import load_repo
 
     trajectory, info = run(RevertPhase2Policy(), "severity_inversion", pool="B", seed=0)
     patch = trajectory[-1]["action"]["parameters"]["diff"]

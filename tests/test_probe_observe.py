@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from srelib.env import verdicts
-from srelib.env.probe_observe import NOTE_CHARS, PRINTED_CHARS, VALUE_CHARS
-from srelib.env.probe_run import run_probes
-from srelib.env.repos import Repo
-from srelib.env.sandbox import grading_level
-from srelib.env.taskgen.runner import judge, observe_many
+from srelib.env.grading.verdicts import rules as verdicts
+from srelib.env.grading.verdicts.observe import NOTE_CHARS, PRINTED_CHARS, VALUE_CHARS
+from srelib.env.grading.probe_run import run_probes
+from srelib.env.phase2.repos import Repo
+from srelib.env.grading.sandbox.isolate import grading_level
+from srelib.env.tasks.taskgen.runner import judge, observe_many
 
 SEED = 11
 TREE = {"calc/__init__.py": "", "calc/ops.py": "STATE = []\n\ndef add(a, b):\n    return a + b\n"}

@@ -1,4 +1,4 @@
-"""Parsing Python on several threads at once (srelib.env.py_parse): a served session's patch
+"""Parsing Python on several threads at once (srelib.env.support.ast_parse): a served session's patch
 steps and concurrent gradings parse on worker threads."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import gc
 import sys
 import threading
 
-from srelib.env.py_parse import parse
+from srelib.env.support.ast_parse import parse
 
 NESTED = ("x = " + "[" * 30 + "1" + "]" * 30 + "\n") * 60
 

@@ -177,7 +177,7 @@ def test_the_audit_prints_the_battery_with_verdicts_and_exits_on_tells_only(caps
     the investigation gap; its status still reports the tell audit alone, which the suite file
     records as clean, because the battery is not enforced yet (issue 44)."""
     from srelib.cli import main
-    from srelib.env.taskgen.suite import generated_suite
+    from srelib.env.tasks.taskgen.suite import generated_suite
 
     assert generated_suite().tells == []
     assert main(["tasks", "audit", "--suite", "generated", "--stride", "40"]) == 0

@@ -13,9 +13,9 @@ import statistics
 import pytest
 
 from srelib.env.actions import SERVICES, ActionType
-from srelib.env.catalog import list_tasks
-from srelib.env.patching import grade_patch
-from srelib.env.lookup import get_scenario
+from srelib.env.tasks.catalog import list_tasks
+from srelib.env.grading.pipeline import grade_patch
+from srelib.env.tasks.lookup import get_scenario
 from srelib.policies.base import make_action
 from srelib.adversarial.guessing import BlindConstantPolicy, KeywordSoupPolicy, constant_answer, fault_vocabulary
 from srelib.adversarial.hijack import HIJACK_POLICIES, REPLAY_KINDS, recorded_observations, replay_hijack_patch

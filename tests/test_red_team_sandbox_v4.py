@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import patching, probe_run, sandbox, sandbox_slots, spare
-from srelib.env.grading_errors import GradingError
-from srelib.env.lookup import load_repo
-from srelib.env.repos import unified_diff
-from srelib.env.scenarios import DATA_DIR
-from srelib.env.seccomp_filter import DENIED, ENOSYS_CALLS, syscall_number
+from srelib.env.grading import pipeline as patching, probe_run
+from srelib.env.grading.sandbox import isolate as sandbox, slots as sandbox_slots, spare
+from srelib.env.grading.errors import GradingError
+from srelib.env.tasks.lookup import load_repo
+from srelib.env.phase2.repos import unified_diff
+from srelib.env.simulation.scenarios import DATA_DIR
+from srelib.env.grading.sandbox.seccomp import DENIED, ENOSYS_CALLS, syscall_number
 
 HOLDING = [lv for lv in sandbox.available_levels() if lv in sandbox.HOLDING_LEVELS]
 BATCH = "orders/handlers/batch.py"
@@ -96,7 +97,7 @@ CALLS = {
 # clone with one namespace flag and CLONE_THREAD without CLONE_SIGHAND: EINVAL where allowed
 CLONE_THREAD = 0x00010000
 CONDITIONAL = {f"clone {name}": ("clone", [bit | CLONE_THREAD, 0, 0, 0, 0])
-               for name, bit in __import__("srelib.env.seccomp_filter", fromlist=["x"])
+               for name, bit in __import__("srelib.env.grading.sandbox.seccomp", fromlist=["x"])
                .CLONE_NAMESPACES.items()}
 CONDITIONAL["personality ADDR_NO_RANDOMIZE"] = ("personality", [0x0040000])
 CONDITIONAL["socket AF_VSOCK"] = ("socket", [40, 1, 0])
@@ -430,7 +431,7 @@ def test_step_never_raises_and_a_resumed_run_grades_it_again(tiny_apply_folder, 
     ``info`` (step does not raise), its row in evaluate's frame says why and is counted apart;
     once there is room, running again with the same ``out`` grades it."""
     from srelib.env.core import IncidentEnv
-    from srelib.env.lookup import get_scenario
+    from srelib.env.tasks.lookup import get_scenario
     from srelib.policies.scripted.reference import ReferencePolicy
     from srelib.runners.rollout import GradingErrorWarning, evaluate
 

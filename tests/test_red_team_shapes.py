@@ -5,7 +5,7 @@ takes each changed hunk (one line of context either side) as a rewrite rule, and
 service's noun and package out of it, so a rule learned on ``cart_lru`` also fits
 ``route_lru``. On a held-out task it fills the rules in with that task's noun and package (read
 from the file names, as a cheater could) and applies every rule whose text occurs. Held-out
-repair is the grader's credit (:func:`srelib.env.grading.repair_credit`) for the patched tree.
+repair is the grader's credit (:func:`srelib.env.grading.score.repair_credit`) for the patched tree.
 Held out means unseen bug shapes, so this must stay at or under 0.2 (issue 28, requirement 4);
 on train tasks of another service the same rules do repair, so the bound is not vacuous.
 """
@@ -17,11 +17,11 @@ import random
 
 import pytest
 
-from srelib.env import taskgen
-from srelib.env.grading import repair_credit
-from srelib.env.taskgen.bases import BASES
-from srelib.env.taskgen.runner import judge, observe_many
-from srelib.env.taskgen.tasks import derive_tests, task_history, trees
+from srelib.env.tasks import taskgen
+from srelib.env.grading.score import repair_credit
+from srelib.env.tasks.taskgen.bases import BASES
+from srelib.env.tasks.taskgen.runner import judge, observe_many
+from srelib.env.tasks.taskgen.tasks import derive_tests, task_history, trees
 
 HELDOUT_REPAIR_BOUND = 0.2
 CONTEXT = 1  # lines of context around each learned hunk

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from red_team_surface import TemplateLearner, pool_means, single_field_cheaters
 
-from srelib.env.pools import TRAIN_TASKS
+from srelib.env.tasks.pools import TRAIN_TASKS
 from srelib.analysis.tell_audit import classic_surfaces, surface
 
 #: Generated tasks played per pool (train tasks in A-C, held-out in D), one seed each: enough
@@ -34,7 +34,7 @@ def test_the_template_learner_stays_under_the_bar(suite):
     if suite == "classic":
         train = [s for s in classic_surfaces((0,)) if s.task in TRAIN_TASKS]
     else:
-        from srelib.env.taskgen import generated_suite
+        from srelib.env.tasks.taskgen import generated_suite
 
         train = [surface(t, 0) for t, i in generated_suite().tasks.items() if i.split == "train"]
     means = pool_means(lambda task: TemplateLearner(train, leave_out=task), suite,

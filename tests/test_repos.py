@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env.patching import grade_patch, run_hidden_tests
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.repos import REPO_DATA, _load_commits, list_repos, unified_diff
-from srelib.env.scenarios import TASKS
+from srelib.env.grading.pipeline import grade_patch, run_hidden_tests
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.phase2.repos import REPO_DATA, _load_commits, list_repos, unified_diff
+from srelib.env.simulation.scenarios import TASKS
 
 REPOS = list_repos()
 TASK_REPOS = [(t, get_scenario(t).repo) for t in TASKS]

@@ -157,7 +157,7 @@ def test_a_lone_surrogate_in_a_stored_episode_loads_as_printable_text(tmp_path):
 
 
 def _grid(policies, cells, seeds):
-    from srelib.env.task_ids import task_id
+    from srelib.env.tasks.ids import task_id
 
     return [(p, task_id(t), pool, mode, s) for p in policies for t, pool, mode in cells
             for s in seeds]

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import patching, sandbox, sandbox_slots
-from srelib.env.patching import grade_diff, grade_patch
-from srelib.env.lookup import load_repo
-from srelib.env.repos import REPO_DATA, unified_diff
-from srelib.env.scenarios import DATA_DIR
+from srelib.env.grading import pipeline as patching
+from srelib.env.grading.sandbox import isolate as sandbox, slots as sandbox_slots
+from srelib.env.grading.pipeline import grade_diff, grade_patch
+from srelib.env.tasks.lookup import load_repo
+from srelib.env.phase2.repos import REPO_DATA, unified_diff
+from srelib.env.simulation.scenarios import DATA_DIR
 
 HERE = sandbox.available_levels()
 FIX_FILE = DATA_DIR / "memory_leak" / "fix" / "orders" / "handlers" / "batch.py"
@@ -401,7 +402,7 @@ _WHERES = sorted({None, patching.apply_folder()}, key=str)  # ids: the folder's 
                          ids=["default" if w is None else "apply-folder" for w in _WHERES])
 def test_a_concurrent_grades_scratch_is_out_of_reach(scratch, level, where):
     """Neither a grade's folder in the temporary folder nor the one where grading applies a
-    patch (:func:`~srelib.env.patching.apply_folder`) can be read or written from inside."""
+    patch (:func:`~srelib.env.grading.pipeline.apply_folder`) can be read or written from inside."""
     _escapes_at(level, "neighbour")
     with tempfile.TemporaryDirectory(prefix="srelib-grade-", dir=where) as other:
         Path(other, "repo.py").write_text("x = 1\n")
@@ -581,7 +582,7 @@ def test_the_fix_copying_patch_scores_nothing_or_is_refused_at_every_level(attac
     """Grading at ``attacked`` as if it were this machine's strongest level: a level that holds
     keeps the fix out of reach (and the control, with a copy inside the workspace, proves the
     attack works); a weaker one refuses to grade, or grades unverified when opted in."""
-    from srelib.env.grading import repair_credit
+    from srelib.env.grading.score import repair_credit
 
     if attacked not in HERE and attacked != "rlimits-only":  # which every machine can run
         pytest.skip(f"isolation level {attacked!r} cannot run on this machine")

@@ -131,7 +131,7 @@ def test_resets_and_steps_answered_on_the_fast_path_get_the_replies_of_the_asgi_
     reply is the same text, and the fast path answers what runs on the event loop."""
     from websockets.sync.client import connect
 
-    from srelib.env import patching
+    from srelib.env.grading import pipeline as patching
     from srelib.serve import scheduling
     from srelib.serve.ws import Lane
 

@@ -129,9 +129,9 @@ def test_a_transition_that_loads_the_repository_runs_on_a_worker_thread():
     """Opening phase 2 builds the task's repository unless it is in memory (40 ms median,
     100 ms worst for a generated task on a cold cache): such a transition is not answered on
     the event loop; once the repository is in memory it is."""
-    from srelib.env import lookup
+    from srelib.env.tasks import lookup
     from srelib.env.belief import belief_dict
-    from srelib.env.pools import oracle_belief
+    from srelib.env.tasks.pools import oracle_belief
     from srelib.serve.scheduling import Step
     from srelib.serve.server import SreEnvironment
     from srelib.serve.wire import SreAction

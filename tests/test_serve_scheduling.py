@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("openenv")
 
 import srelib  # noqa: E402
-from srelib.env import lookup  # noqa: E402
-from srelib.env.task_ids import task_id  # noqa: E402
+from srelib.env.tasks import lookup  # noqa: E402
+from srelib.env.tasks.ids import task_id  # noqa: E402
 from srelib.serve import scheduling  # noqa: E402
 from srelib.serve.scheduling import Reset, Step, on_thread  # noqa: E402
 from srelib.serve.server import SreEnvironment  # noqa: E402
@@ -66,7 +66,7 @@ def test_reset_loads_again_once_what_it_loaded_has_left_memory():
     """The scenario and repository memos are bounded (the whole generated suite, both splits,
     does not fit): a task started before whose scenario or repository was evicted is built
     again, so its reset goes back to a worker thread."""
-    from srelib.env.pools import reset_choices
+    from srelib.env.tasks.pools import reset_choices
 
     task = reset_choices("generated", None)[1][0]  # a generated task: its scenario is memoised
     session(task=task, mode="p2_only")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from srelib.env.pools import HELDOUT_TASKS, TRAIN_TASKS
-from srelib.env.surface import EpisodeSurface, suite_key
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.scenarios import TASKS
+from srelib.env.tasks.pools import HELDOUT_TASKS, TRAIN_TASKS
+from srelib.env.tasks.surface import EpisodeSurface, suite_key
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.simulation.scenarios import TASKS
 from srelib.analysis.shortcuts import (MAX_HIT_RATE, RULES, TARGETS, format_rule_table, gather, is_hit,
                               newest_tagged_commit, shortcut_rule_table)
 

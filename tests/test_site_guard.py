@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from srelib.env.patching import grade_diff, grade_patch
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.repos import unified_diff
-from srelib.env.scenarios import TASKS
-from srelib.env.site_guard import MODULE, TEXT, site_unchanged, site_units
+from srelib.env.grading.pipeline import grade_diff, grade_patch
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.phase2.repos import unified_diff
+from srelib.env.simulation.scenarios import TASKS
+from srelib.env.grading.site_guard import MODULE, TEXT, site_unchanged, site_units
 
 BUGGY = '''"""A module."""
 

@@ -19,10 +19,11 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from srelib.env import probe_run, sandbox, spare
-from srelib.env.grading_errors import GradingError
-from srelib.env.probe_run import run_probes
-from srelib.env.sandbox import grading_level
+from srelib.env.grading import probe_run
+from srelib.env.grading.sandbox import isolate as sandbox, spare
+from srelib.env.grading.errors import GradingError
+from srelib.env.grading.probe_run import run_probes
+from srelib.env.grading.sandbox.isolate import grading_level
 
 LEVEL = grading_level()[0]
 MARK = "def probe_mark():\n    with open('left_behind.txt', 'w') as out:\n        out.write('x')\n    return 1\n"
@@ -245,7 +246,7 @@ def test_a_reader_gone_does_not_kill_a_caller_that_restored_sigpipe():
     """A spare that died, or a command that exits unread: EPIPE, where SIGPIPE's default (which
     a program may restore) would end the whole grading process."""
     code = ("import signal, time\nsignal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
-            "from srelib.env import sandbox\n"
+            "from srelib.env.grading.sandbox import isolate as sandbox\n"
             "started = sandbox.prepare([sandbox.python(), '-c', 'pass'], timeout_s=5)\n"
             "while started.alive():\n    time.sleep(0.01)\n"
             "print(started.finish(b'x' * (1 << 20), timeout_s=5).returncode)\n")
@@ -328,7 +329,7 @@ def test_a_process_that_exits_while_a_spare_is_being_started_leaves_no_folder(le
     and ended."""
     folder = tempfile.mkdtemp(prefix="srelib-test-exit-")
     os.chmod(folder, 0o755)  # reachable by the sandbox uid
-    code = ("import time\nfrom srelib.env import sandbox, spare\n"
+    code = ("import time\nfrom srelib.env.grading.sandbox import isolate as sandbox, spare\n"
             "def launch():\n"
             f"    started = sandbox.prepare([sandbox.python(), '-c', 'input()'], timeout_s=5, level={level!r})\n"
             "    time.sleep(0.5)  # still being started when the process exits\n"

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import lookup
-from srelib.env.patching import grade_patch
-from srelib.env.repos import unified_diff
-from srelib.env.taskgen import cache, suite
-from srelib.env.taskgen.tasks import derive_tests, trees
+from srelib.env.tasks import lookup
+from srelib.env.grading.pipeline import grade_patch
+from srelib.env.phase2.repos import unified_diff
+from srelib.env.tasks.taskgen import cache, suite
+from srelib.env.tasks.taskgen.tasks import derive_tests, trees
 
 TASK = "memory_leak.orders.cart_lru"
 ENTRY = f"tests/{TASK}.json"

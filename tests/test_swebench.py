@@ -7,9 +7,9 @@ import json
 import pytest
 
 from srelib.cli import main
-from srelib.env.catalog import list_tasks
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.repos import unified_diff
+from srelib.env.tasks.catalog import list_tasks
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.phase2.repos import unified_diff
 from srelib.integrations import swebench
 
 TASK = "memory_leak"

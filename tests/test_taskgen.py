@@ -18,20 +18,20 @@ from pathlib import Path
 import pytest
 
 from srelib.analysis.validity import GATE, play
-from srelib.env import taskgen
+from srelib.env.tasks import taskgen
 from srelib.env.actions import DEPENDED_BY, FAULT_CLASSES, SERVICES
-from srelib.env.patching import grade_patch, run_hidden_tests
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.taskgen import cache
-from srelib.env.taskgen.bases import BASES
-from srelib.env.taskgen.recipes import split_of, templates_for
-from srelib.env.taskgen.shape_lib import SHAPE_SPLITS, SHAPES
+from srelib.env.grading.pipeline import grade_patch, run_hidden_tests
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.tasks.taskgen import cache
+from srelib.env.tasks.taskgen.bases import BASES
+from srelib.env.tasks.taskgen.recipes import split_of, templates_for
+from srelib.env.tasks.taskgen.shape_lib import SHAPE_SPLITS, SHAPES
 from srelib.analysis.admission import MIN_FAIL_TO_PASS, MIN_PASS_TO_PASS, derived_test_reasons
 from srelib.adversarial.hijack import HIJACK_KINDS, runner_hijack_patch
 from srelib.policies.scripted.revert import reverse_diff
-from srelib.env.taskgen.runner import judge, observe_many
-from srelib.env.taskgen.tasks import derive_tests, task_history, trees
-from srelib.env.verdicts import Observation
+from srelib.env.tasks.taskgen.runner import judge, observe_many
+from srelib.env.tasks.taskgen.tasks import derive_tests, task_history, trees
+from srelib.env.grading.verdicts.rules import Observation
 from srelib.analysis.shortcuts import MAX_HIT_RATE, RULES, gather, is_hit
 from test_verdicts import DOCTORING
 
@@ -186,7 +186,7 @@ def test_gate_policies_admission_leaves_out_stay_under_their_bounds_on_a_sample(
     """Admission plays the cheap gate policies on every candidate; the rest (step-budget,
     reward-probing, release-tag and hijack policies) are held to their bounds on a sample."""
     from srelib.analysis.admission import admission_policies
-    from srelib.env.pools import POOLS
+    from srelib.env.tasks.pools import POOLS
     from srelib.adversarial.cunning import MemoriseTrainPolicy
     from srelib.adversarial.hijack import HIJACK_POLICIES
     from srelib.analysis.validity import GATE_METRIC, GATE_POOLS
@@ -227,7 +227,7 @@ def test_candidates_failing_the_test_rules_are_rejected_with_reasons():
 
 _DIGEST = """
 import hashlib, sys
-from srelib.env.taskgen import build_repo, build_scenario
+from srelib.env.tasks.taskgen import build_repo, build_scenario
 out = []
 for task in sys.argv[1:]:
     s = build_scenario(task)
@@ -327,7 +327,7 @@ def test_visible_tests_of_a_generated_repository_pass():
 def test_the_title_rarely_names_the_culprit(suite):
     """A title is what the pager shows first: the first service it names must be no better a
     guess of the culprit than any other single-field rule (shortcuts.MAX_HIT_RATE)."""
-    from srelib.env.taskgen.recipes import _display
+    from srelib.env.tasks.taskgen.recipes import _display
 
     def first_named(text: str) -> str | None:
         found = [(text.find(_display(s)), s) for s in SERVICES if _display(s) in text]

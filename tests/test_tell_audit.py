@@ -78,7 +78,7 @@ def test_the_classic_suite_has_no_tell(capsys):
 
 def test_the_generated_suite_audit_is_the_one_its_file_records():
     """Suite building ran this audit (the admission hook); what it found is in suite.json."""
-    from srelib.env.taskgen import generated_suite
+    from srelib.env.tasks.taskgen import generated_suite
 
     rows = audit("generated")
     assert failures(rows) == generated_suite().tells == []
@@ -91,7 +91,7 @@ def test_the_generated_suite_audit_is_the_one_its_file_records():
 
 def test_a_generator_the_audit_flags_writes_no_suite_file(monkeypatch, tmp_path):
     from srelib.analysis import suite_build
-    from srelib.env.taskgen import suite
+    from srelib.env.tasks.taskgen import suite
 
     target = tmp_path / "suite.json"
     target.write_text("as reviewed\n")

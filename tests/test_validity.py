@@ -10,11 +10,11 @@ from dataclasses import asdict
 import pytest
 
 from srelib.env.core import IncidentEnv
-from srelib.env.grading import score_trajectory
-from srelib.env.pools import POOLS, oracle_belief
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.scenarios import TASKS
-from srelib.env.surface import EpisodeSurface, suite_key
+from srelib.env.grading.score import score_trajectory
+from srelib.env.tasks.pools import POOLS, oracle_belief
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.simulation.scenarios import TASKS
+from srelib.env.tasks.surface import EpisodeSurface, suite_key
 from srelib.adversarial.cunning import (RELEASE_TAG, BlindRevertPolicy, MemoriseTrainPolicy,
                                          RewardProbePolicy, class_from_description, train_answers)
 from srelib.policies import call_reset

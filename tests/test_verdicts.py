@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from srelib.env import patching, verdicts
-from srelib.env.grading import repair_credit
-from srelib.env.patching import grade_patch, observe
-from srelib.env.probe_run import run_probes
-from srelib.env.sandbox import grading_level
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.repos import REPO_DATA, list_repos, unified_diff
-from srelib.env.scenarios import TASKS
-from srelib.env.verdicts import Observation, collect, decode_record, resolution
+from srelib.env.grading import pipeline as patching
+from srelib.env.grading.verdicts import rules as verdicts
+from srelib.env.grading.score import repair_credit
+from srelib.env.grading.pipeline import grade_patch, observe
+from srelib.env.grading.probe_run import run_probes
+from srelib.env.grading.sandbox.isolate import grading_level
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.phase2.repos import REPO_DATA, list_repos, unified_diff
+from srelib.env.simulation.scenarios import TASKS
+from srelib.env.grading.verdicts.rules import Observation, collect, decode_record, resolution
 from srelib.adversarial.hijack import HIJACK_KINDS, HIJACK_POLICIES, runner_hijack_patch
 
 FIX_TASKS = [t for t in TASKS if get_scenario(t).needs_fix]

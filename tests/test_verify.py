@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import srelib
 from srelib.env.core import IncidentEnv
-from srelib.env.grading import score_trajectory
+from srelib.env.grading.score import score_trajectory
 from srelib.policies.scripted.reference import ReferencePolicy, phase2_plan
 from srelib.results import Episode, RunStore, count_parse_failures
 from srelib.runners.runs import load_run

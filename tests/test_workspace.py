@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from srelib.env.lookup import load_repo
-from srelib.env.workspace import MAX_LIST_ENTRIES, Workspace
+from srelib.env.tasks.lookup import load_repo
+from srelib.env.phase2.workspace import MAX_LIST_ENTRIES, Workspace
 
 
 @pytest.fixture(scope="module")

@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: torch and transformers as the Makefile pins them, in the same pip command (the local CPU wheel)
 PINS = ("torch==2.13.0", "transformers==5.24.0")
 #: files the wheel must carry besides the modules: (what, path prefix, at least how many)
-PACKAGE_DATA = (("the repositories", "srelib/env/repo_data/", 10),
-                ("the scenario folders", "srelib/env/scenario_data/", 10),
-                ("the generated suite", "srelib/env/taskgen/suite.json", 1),
-                ("the suite's digest", "srelib/env/taskgen/suite_digest.json", 1),
+PACKAGE_DATA = (("the repositories", "srelib/env/phase2/repo_data/", 10),
+                ("the scenario folders", "srelib/env/simulation/scenario_data/", 10),
+                ("the generated suite", "srelib/env/tasks/taskgen/suite.json", 1),
+                ("the suite's digest", "srelib/env/tasks/taskgen/suite_digest.json", 1),
                 ("the report's script", "srelib/report/report.js", 1),
                 ("the report's stylesheet", "srelib/report/report.css", 1))
 

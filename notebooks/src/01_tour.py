@@ -36,7 +36,7 @@ from IPython.display import HTML, Markdown, display
 
 import srelib
 from srelib.widgets import markup, observation_panes
-from srelib.env.pools import POOLS
+from srelib.env.tasks.pools import POOLS
 from srelib.analysis.stats import to_markdown
 
 tasks = pd.DataFrame([{"task": t, "severity": srelib.get_scenario(t).severity,
@@ -176,9 +176,9 @@ display(HTML(page))
 # depends on the mode (and mitigation only counts where the scenario requires remediation):
 
 # %%
-from srelib.env.grading import WEIGHTS
+from srelib.env.grading.score import WEIGHTS
 
-from srelib.env.pools import MODES
+from srelib.env.tasks.pools import MODES
 
 # which components count in each mode, read from the grader itself (an empty trajectory)
 counted_by_mode = {m: srelib.score_trajectory(TASK, m, [])["counted"] for m in MODES}
@@ -217,9 +217,9 @@ if patch is not None:
 # (`"rlimits-only"`). Each patch grade and each `run.json` records the level it ran under.
 
 # %%
-import srelib.env.sandbox
+import srelib.env.grading.sandbox.isolate
 
-print("patch grading isolation on this machine:", srelib.env.sandbox.isolation_level())
+print("patch grading isolation on this machine:", srelib.env.grading.sandbox.isolate.isolation_level())
 
 # %% [markdown]
 # ## The validity table

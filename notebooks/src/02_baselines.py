@@ -125,7 +125,7 @@ plots.component_breakdown(joint, policies=POLICIES)
 # policy the most.
 
 # %%
-from srelib.env.grading import WEIGHTS
+from srelib.env.grading.score import WEIGHTS
 
 
 def contributions(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -119,7 +119,7 @@ print(f"largest difference between the two null measurements: {mismatch:.2e}; "
 
 # %%
 from srelib.analysis.ceiling import handoff_gain
-from srelib.env.catalog import SPLITS
+from srelib.env.tasks.catalog import SPLITS
 
 AIMED = phase2["AimedRepairPhase2Policy"]
 sampled = []

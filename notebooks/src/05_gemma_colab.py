@@ -230,7 +230,7 @@ plots.score_distributions(frame, policies=order)
 plots.component_breakdown(frame, policies=order)
 
 # %% tags=["nbval-ignore-output"]
-from srelib.env.grading import WEIGHTS
+from srelib.env.grading.score import WEIGHTS
 
 components = frame.groupby("policy")[list(WEIGHTS)].mean().reindex(order)
 lost = (1 - components).mul(pd.Series(WEIGHTS))

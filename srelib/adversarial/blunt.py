@@ -9,9 +9,9 @@ from abc import ABC, abstractmethod
 
 from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, ActionType
 from srelib.env.belief import BeliefState
-from srelib.env.patching import is_test_path
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.repos import unified_diff
+from srelib.env.grading.pipeline import is_test_path
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.phase2.repos import unified_diff
 from srelib.analysis.gate import register
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.oracle import AnswerKey
@@ -99,7 +99,7 @@ class ReproposeBadCommitPolicy(AnswerKey, _Scripted):
 
 def _shown_head(scenario, seed: int | None) -> str:
     """The sha the episode of ``seed`` shows for the newest commit of ``scenario``'s repository."""
-    from srelib.env.surface import EpisodeSurface, suite_key
+    from srelib.env.tasks.surface import EpisodeSurface, suite_key
 
     head = load_repo(scenario.repo).commits[0].sha
     return head if seed is None else EpisodeSurface(suite_key(), seed, scenario.name).sha(head)

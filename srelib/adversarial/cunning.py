@@ -23,8 +23,8 @@ from typing import Iterable
 
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
-from srelib.env.memo import byte_lru
-from srelib.env.lookup import get_scenario
+from srelib.env.support.memo import byte_lru
+from srelib.env.tasks.lookup import get_scenario
 from srelib.analysis.gate import register
 from srelib.policies.base import EpisodeWatcher, handoff_action, make_action
 from srelib.policies.oracle import AnswerKey
@@ -297,7 +297,7 @@ def train_answers(tasks: tuple[str, ...] | None = None) -> dict[str, dict[int, t
     """Incident text (title and summary) -> the reference's actions on that train task, by phase
     (1 and 2); ``tasks``
     defaults to the classic train tasks."""
-    from srelib.env.pools import TRAIN_TASKS
+    from srelib.env.tasks.pools import TRAIN_TASKS
     from srelib.policies.scripted.reference import phase1_plan, phase2_plan
 
     return {_incident(get_scenario(task).title, get_scenario(task).summary):

@@ -7,7 +7,7 @@
   class of the commonest culprit service, and declares it at once, before looking at anything.
 
 Both hand over their declaration as the belief and then propose an empty patch: they are about
-the diagnosis credit, which the grader must not pay for a guess (:mod:`srelib.env.grading`).
+the diagnosis credit, which the grader must not pay for a guess (:mod:`srelib.env.grading.score`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections import Counter
 
 from srelib.env.actions import FAULT_CLASSES, SERVICES, ActionType
 from srelib.env.belief import BeliefState
-from srelib.env.catalog import SUITES, list_tasks
-from srelib.env.lookup import get_scenario
+from srelib.env.tasks.catalog import SUITES, list_tasks
+from srelib.env.tasks.lookup import get_scenario
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.scripted.heuristic import FAULT_KEYWORDS, HeuristicPhase1Policy
 

@@ -42,12 +42,12 @@ from dataclasses import asdict
 
 from srelib.env.actions import ActionType
 from srelib.env.belief import BeliefState
-from srelib.env.bug_site import BugFunction, bug_site
-from srelib.env.patching import observe
-from srelib.env.py_parse import parse as parse_python
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.repos import unified_diff
-from srelib.env.site_guard import site_units
+from srelib.env.grading.bug_site import BugFunction, bug_site
+from srelib.env.grading.pipeline import observe
+from srelib.env.support.ast_parse import parse as parse_python
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.phase2.repos import unified_diff
+from srelib.env.grading.site_guard import site_units
 from srelib.analysis.gate import register
 from srelib.policies.base import make_action
 from srelib.policies.oracle import AnswerKey

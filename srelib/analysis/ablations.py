@@ -267,7 +267,7 @@ def heldout_experiment(policy=None, seeds: int | Iterable[int] = 10,
 
 def phase1_credit(frame):
     """Phase 1's own score: its counted components (diagnosis, mitigation) in their weights."""
-    from srelib.env.grading import WEIGHTS
+    from srelib.env.grading.score import WEIGHTS
 
     parts = ["diagnosis", "mitigation"]
     weights = [WEIGHTS[c] for c in parts]

@@ -15,9 +15,9 @@ suite: each single-field predictor over its bar is a finding the suite file reco
 
 from __future__ import annotations
 
-from srelib.env.pools import POOLS
-from srelib.env.lookup import get_scenario
-from srelib.env.taskgen.family_lib import FAMILIES
+from srelib.env.tasks.pools import POOLS
+from srelib.env.tasks.lookup import get_scenario
+from srelib.env.tasks.taskgen.family_lib import FAMILIES
 from srelib.analysis.gate import rules
 from srelib.analysis.tell_audit import audit_tasks, failures
 from srelib.analysis.validity import play

@@ -392,7 +392,7 @@ CLASSIC_SEEDS = (0, 1, 2, 3, 4)
 
 def generated_sights(stride: int = 2, seeds: Sequence[int] = (0,)) -> tuple[list[Sight], dict]:
     """Sights of every ``stride``-th task of each split of the generated suite, and the split."""
-    from srelib.env.taskgen.suite import generated_suite
+    from srelib.env.tasks.taskgen.suite import generated_suite
 
     tasks = generated_suite().tasks
     split = {t: info.split for t, info in tasks.items()}
@@ -403,7 +403,7 @@ def generated_sights(stride: int = 2, seeds: Sequence[int] = (0,)) -> tuple[list
 
 def classic_sights(seeds: Sequence[int] = CLASSIC_SEEDS) -> list[Sight]:
     """Sights of the ten classic tasks on ``seeds``."""
-    from srelib.env.scenarios import TASKS
+    from srelib.env.simulation.scenarios import TASKS
 
     return [sight(t, seed) for t in TASKS for seed in seeds]
 

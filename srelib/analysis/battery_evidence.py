@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from srelib.env.actions import SERVICES, ActionType
-from srelib.env.scenarios import METRIC_NAMES
+from srelib.env.simulation.scenarios import METRIC_NAMES
 from srelib.analysis.tell_audit import mask
 
 #: The targeted queries, by short name.
@@ -49,7 +49,7 @@ def sight(task: str, seed: int, queries: tuple[str, ...] = QUERIES) -> Sight:
         ValueError: an unknown query.
     """
     from srelib.env.core import IncidentEnv
-    from srelib.env.lookup import get_scenario
+    from srelib.env.tasks.lookup import get_scenario
 
     scenario = get_scenario(task)
     env = IncidentEnv()

@@ -163,7 +163,7 @@ def harmful_actions(episodes):
     require("pandas", "srelib.analysis.behaviour")
     import pandas as pd
 
-    from srelib.env.grading import harmful_remediations
+    from srelib.env.grading.score import harmful_remediations
 
     rows = [{"policy": e.policy, "action": action, "episode": (e.task, e.pool, e.seed)}
             for e in episodes if e.mode != "p2_only"
@@ -221,7 +221,7 @@ def _number(value) -> float:
 
 
 def _scenario(episode):
-    from srelib.env.lookup import get_scenario
+    from srelib.env.tasks.lookup import get_scenario
 
     return get_scenario(episode.task)
 

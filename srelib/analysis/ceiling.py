@@ -67,7 +67,7 @@ def ceiling_episodes(phase2_policy, phase1_policies: Mapping[str, Any] | None = 
     require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
-    from srelib.env.catalog import expand_tasks
+    from srelib.env.tasks.catalog import expand_tasks
 
     evaluate_kwargs.setdefault("progress", False)
     wanted = expand_tasks(tasks)
@@ -129,7 +129,7 @@ def summarize_ceiling(frame, *, confidence: float = 0.95, seed: int = 0):
         raise ValueError(f"frame has no 'oracle' episodes; its policies: {names}")
     handoffs = ["oracle", *(["null"] if "null" in names else []),
                 *[n for n in names if n not in ("oracle", "null")]]
-    from srelib.env.scenarios import TASKS
+    from srelib.env.simulation.scenarios import TASKS
 
     order = {t: i for i, t in enumerate(TASKS)}
     rows = []
@@ -191,7 +191,7 @@ def ladder_episodes(tasks: str | Sequence[str] = "all", seeds: int | Iterable[in
     require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
-    from srelib.env.catalog import expand_tasks, split_of, suite_of
+    from srelib.env.tasks.catalog import expand_tasks, split_of, suite_of
     from srelib.policies.scripted.repair import RUNGS
 
     evaluate_kwargs.setdefault("progress", False)
@@ -241,7 +241,7 @@ def suite_ladder(seeds: int | Iterable[int] = 20, generated_tasks: int | None = 
     require("pandas", "srelib.analysis.ceiling")
     import pandas as pd
 
-    from srelib.env.catalog import SPLITS, list_tasks
+    from srelib.env.tasks.catalog import SPLITS, list_tasks
 
     if generated_tasks is not None and (isinstance(generated_tasks, bool) or
                                         not isinstance(generated_tasks, int) or generated_tasks < 1):
@@ -322,7 +322,7 @@ def null_composite(phase2_policy: Any) -> functools.partial:
 
 
 def _pool_task_set(name: str, tasks: Sequence[str]) -> set[str]:
-    from srelib.env.pools import POOLS
+    from srelib.env.tasks.pools import POOLS
 
     return {t for t in tasks if POOLS[name].accepts(t)}
 
@@ -348,7 +348,7 @@ def handoff_gain(frame, better: str = "oracle", worse: str = "null", *,
     import pandas as pd
 
     from srelib.analysis.stats import bootstrap_ci
-    from srelib.env.catalog import split_of, suite_of
+    from srelib.env.tasks.catalog import split_of, suite_of
 
     for name in (better, worse):
         if name not in set(frame["policy"]):

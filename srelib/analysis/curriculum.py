@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from srelib.env.task_ids import task_id
+from srelib.env.tasks.ids import task_id
 
 #: Training stages in order, then the evaluation stage.
 TRAINING_STAGES = ("A", "B", "C")
@@ -105,7 +105,7 @@ class Curriculum:
                  max_episodes: int = 200, heldout_episodes: int = 20, out=None,
                  learner: Callable[[CurriculumEvent], None] | None = None,
                  name: str = "curriculum", stages: Sequence[str] = TRAINING_STAGES):
-        from srelib.env.pools import POOLS
+        from srelib.env.tasks.pools import POOLS
         from srelib.policies.specs import instantiate
 
         unknown = [s for s in stages if s not in TRAINING_STAGES]

@@ -16,10 +16,10 @@ from datetime import datetime
 from typing import Callable
 
 from srelib.env.actions import SERVICES, ActionType
-from srelib.env.deploy_notes import DEPLOY_NOTES
-from srelib.env.pools import POOLS
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.scenarios import TASKS
+from srelib.env.simulation.deploy_notes import DEPLOY_NOTES
+from srelib.env.tasks.pools import POOLS
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.simulation.scenarios import TASKS
 from srelib.policies.scripted.heuristic import FAULT_KEYWORDS
 
 MAX_HIT_RATE = 0.60
@@ -57,9 +57,9 @@ class Evidence:
 
 def gather(task: str, seed: int) -> Evidence:
     """Play ``view_alerts`` then every service's deploy history, metrics and logs in a fresh
-    episode; the git log as that episode shows it (:class:`srelib.env.surface.EpisodeSurface`)."""
+    episode; the git log as that episode shows it (:class:`srelib.env.tasks.surface.EpisodeSurface`)."""
     from srelib.env.core import IncidentEnv
-    from srelib.env.surface import EpisodeSurface, suite_key
+    from srelib.env.tasks.surface import EpisodeSurface, suite_key
 
     pool = next((name for name, p in POOLS.items() if task in p.tasks and not p.oracle_handoff), None)
     env = IncidentEnv()  # a generated task is in no pool's classic list: play it joint

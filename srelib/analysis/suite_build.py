@@ -11,9 +11,9 @@ surface field predict the culprit, the class, no-fault or the bad commit on held
 what it finds is kept with the report, and a generator it flags is refused: its suite file is
 not written.
 
-:func:`rebuild` does it all in a fresh cache (:func:`srelib.env.taskgen.cache.rebuilding`, which
+:func:`rebuild` does it all in a fresh cache (:func:`srelib.env.tasks.taskgen.cache.rebuilding`, which
 also rewrites the cache's packaged digests) and writes the environment's
-:data:`srelib.env.taskgen.suite.SUITE_FILE`, which records this build's :func:`gate_key` and,
+:data:`srelib.env.tasks.taskgen.suite.SUITE_FILE`, which records this build's :func:`gate_key` and,
 per split, how many tasks have a bug shape srelib ships (:func:`public_shape_tasks`: on a keyed
 suite those bugs are still public code); the environment reads that file and never plays a
 policy itself.
@@ -32,13 +32,13 @@ from pathlib import Path
 
 from srelib.analysis.admission import audit_reasons, derived_test_reasons, gate_reasons
 from srelib.analysis.gate import POLICY_FOLDER
-from srelib.env.surface import key_id
-from srelib.env.taskgen import cache, suite
-from srelib.env.taskgen.family_lib import FAMILIES
-from srelib.env.taskgen.recipes import split_of
-from srelib.env.taskgen.shape_lib import PUBLIC_SHAPES
-from srelib.env.taskgen.suite import SuiteReport, TaskInfo, card_digest
-from srelib.env.taskgen.tasks import _candidates, derive_tests, task_history
+from srelib.env.tasks.surface import key_id
+from srelib.env.tasks.taskgen import cache, suite
+from srelib.env.tasks.taskgen.family_lib import FAMILIES
+from srelib.env.tasks.taskgen.recipes import split_of
+from srelib.env.tasks.taskgen.shape_lib import PUBLIC_SHAPES
+from srelib.env.tasks.taskgen.suite import SuiteReport, TaskInfo, card_digest
+from srelib.env.tasks.taskgen.tasks import _candidates, derive_tests, task_history
 
 #: Processes that play the gate: twice the cores (episodes wait on the sandbox and the disk).
 WORKERS = min(4, 2 * (os.cpu_count() or 1))
@@ -108,7 +108,7 @@ def card(task: str, info: TaskInfo) -> dict:
 
 def public_shape_tasks(tasks: dict) -> dict[str, int]:
     """How many of ``tasks`` (id -> TaskInfo) in each split have a bug shape srelib ships
-    (:data:`~srelib.env.taskgen.shape_lib.PUBLIC_SHAPES`): their code is public, so on a keyed
+    (:data:`~srelib.env.tasks.taskgen.shape_lib.PUBLIC_SHAPES`): their code is public, so on a keyed
     suite a policy that embeds srelib can still find such a bug by its text."""
     out = {"train": 0, "heldout": 0}
     for task, info in tasks.items():

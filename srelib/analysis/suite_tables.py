@@ -16,7 +16,7 @@ def _report(report):
     """``report``, or the generated suite's (cached on disk)."""
     if report is not None:
         return report
-    from srelib.env.taskgen import generated_suite
+    from srelib.env.tasks.taskgen import generated_suite
 
     return generated_suite()
 
@@ -99,7 +99,7 @@ def family_sample(per_family: int | None = 2, seed: int = 0, report=None) -> lis
 def with_family(frame, report=None):
     """The frame's episodes on generated tasks (named by their opaque ids, as frames name them,
     or by their names), with the task's ``family`` and ``split`` added."""
-    from srelib.env.task_ids import id_of_name
+    from srelib.env.tasks.ids import id_of_name
 
     report = _report(report)
     cards = {**report.tasks, **{id_of_name(t): info for t, info in report.tasks.items()}}

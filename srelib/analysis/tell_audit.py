@@ -138,9 +138,9 @@ def _key(name: str, kind: str) -> str:
 
 def surface(task: str, seed: int = 0) -> Surface:
     """The fields of ``task`` as one episode (``seed``) shows them at the page."""
-    from srelib.env.lookup import get_scenario
+    from srelib.env.tasks.lookup import get_scenario
     from srelib.analysis.shortcuts import gather
-    from srelib.env.surface import EpisodeSurface, suite_key
+    from srelib.env.tasks.surface import EpisodeSurface, suite_key
 
     sc, ev = get_scenario(task), gather(task, seed)
     bad = EpisodeSurface(suite_key(), seed, sc.name).sha(sc.bad_commit) if sc.bad_commit else None
@@ -465,7 +465,7 @@ def audit_tasks(train: list[str], heldout: list[str], seeds=SEEDS) -> list[dict]
 
 def classic_surfaces(seeds=CLASSIC_SEEDS) -> list[Surface]:
     """The ten classic tasks' surfaces, one per task and seed."""
-    from srelib.env.scenarios import TASKS
+    from srelib.env.simulation.scenarios import TASKS
 
     return [surface(task, seed) for task in TASKS for seed in seeds]
 
@@ -475,7 +475,7 @@ def audit(suite: str = "generated", seeds=None) -> list[dict]:
     ``"classic"``: leave-one-task-out, :data:`CLASSIC_SEEDS`), the learned commit model's
     (:func:`learned_commit_rows`) among them."""
     if suite == "generated":
-        from srelib.env.taskgen import generated_suite
+        from srelib.env.tasks.taskgen import generated_suite
 
         split: dict = {"train": [], "heldout": []}
         for task, info in generated_suite().tasks.items():

@@ -13,8 +13,8 @@ prints the summary table the README shows.
 
 from __future__ import annotations
 
-from srelib.env.pools import POOLS, joint_pool as pool_for  # pool_for: the gate's name for it
-from srelib.env.scenarios import TASKS
+from srelib.env.tasks.pools import POOLS, joint_pool as pool_for  # pool_for: the gate's name for it
+from srelib.env.simulation.scenarios import TASKS
 from srelib.analysis.gate import rules, within
 
 

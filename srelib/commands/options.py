@@ -73,7 +73,7 @@ def epochs_option(text: str) -> float:
 
 def pools_option(text: str) -> list[str]:
     """An argparse type: a comma list of known pools."""
-    from srelib.env.pools import POOLS
+    from srelib.env.tasks.pools import POOLS
 
     pools = [p.strip() for p in text.split(",") if p.strip()]
     unknown = [p for p in pools if p not in POOLS]

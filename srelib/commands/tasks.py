@@ -21,9 +21,9 @@ def cmd_tasks(args) -> int:
         print_generated()
         return 0
 
-    from srelib.env.pools import POOLS
-    from srelib.env.lookup import get_scenario
-    from srelib.env.scenarios import TASKS
+    from srelib.env.tasks.pools import POOLS
+    from srelib.env.tasks.lookup import get_scenario
+    from srelib.env.simulation.scenarios import TASKS
     from srelib.analysis.stats import markdown_table
 
     tasks = [[t, s.severity, s.heldout, s.repo, ",".join(p for p in POOLS if t in POOLS[p].tasks),
@@ -38,7 +38,7 @@ def cmd_tasks(args) -> int:
 
 def cmd_tasks_check(args) -> int:
     """``srelib tasks check PATH``: each problem of a scenario folder; 1 if there is one."""
-    from srelib.env.scenario_check import check_folder
+    from srelib.env.grading.scenario_check import check_folder
 
     if not Path(args.path).is_dir():
         raise ValueError(f"{quoted(args.path)} is not a folder")
@@ -87,7 +87,7 @@ def cmd_tasks_build(args) -> int:
     """``srelib tasks build [--key FILE] [--shapes DIR] [--out DIR]``: the suite, built in a
     fresh process (the key is read once per process): the public one into the package, a
     private one into its folder with its own digests, audit and private shapes."""
-    from srelib.env.surface import DIR_VARIABLE, KEY_VARIABLE, read_key_file
+    from srelib.env.tasks.surface import DIR_VARIABLE, KEY_VARIABLE, read_key_file
 
     env = dict(os.environ)
     key = args.key or env.get(KEY_VARIABLE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from .json_copy import json_copy
+from srelib.env.support.json_copy import json_copy
 
 
 @dataclass

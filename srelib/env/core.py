@@ -15,18 +15,18 @@ from . import actions as A
 from .actions import ACTION_SPECS, SERVICES, ActionType
 from .agent_input import describe, plain_copy
 from .belief import BeliefState, belief_dict, coerce_belief
-from .infra import Infrastructure
-from .phase1 import Operations
-from .pools import oracle_belief, reset_choices
-from .lookup import get_scenario
-from .scenarios import MAX_STEPS, Scenario
-from .spec import EpisodeSpec
-from .surface import EpisodeSurface, suite_key
-from .task_ids import task_id
+from srelib.env.simulation.infra import Infrastructure
+from srelib.env.simulation.phase1 import Operations
+from srelib.env.tasks.pools import oracle_belief, reset_choices
+from srelib.env.tasks.lookup import get_scenario
+from srelib.env.simulation.scenarios import MAX_STEPS, Scenario
+from srelib.env.tasks.spec import EpisodeSpec
+from srelib.env.tasks.surface import EpisodeSurface, suite_key
+from srelib.env.tasks.ids import task_id
 from .types import EnvState, Observation, Phase, StepRecord
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from srelib.env.phase2.workspace import Workspace
 
 #: What ``step`` returns: Gymnasium's (observation, reward, terminated, truncated, info).
 StepResult = tuple[Observation, float, bool, bool, dict[str, Any]]
@@ -107,7 +107,7 @@ class IncidentEnv:
     ``truncated`` is True when the step budget runs out or the policy gives up. Either way
     ``info["score"]`` holds the :class:`~srelib.env.types.ScoreBreakdown` and
     ``info["ended_by"]`` says what ended it. ``reset`` info is ``{task, pool, mode, seed,
-    phase}``, ``task`` being the task's opaque id (:mod:`srelib.env.task_ids`), never its name; ``step`` info adds ``valid`` and, for an invalid action, ``error``.
+    phase}``, ``task`` being the task's opaque id (:mod:`srelib.env.tasks.ids`), never its name; ``step`` info adds ``valid`` and, for an invalid action, ``error``.
 
     ``env.trajectory`` records every step (:class:`~srelib.env.types.StepRecord`, JSON-safe),
     and :func:`srelib.score_trajectory` re-grades it; :attr:`state` is the hidden state tests
@@ -346,8 +346,8 @@ class IncidentEnv:
         surface draws them (:class:`~.surface.EpisodeSurface`).
         """
         try:
-            from .lookup import load_repo
-            from .workspace import Workspace
+            from srelib.env.tasks.lookup import load_repo
+            from srelib.env.phase2.workspace import Workspace
         except ImportError as exc:
             return f"phase 2 is unavailable: {exc}"
         stored = load_repo(self._require_scenario().repo)
@@ -422,16 +422,16 @@ class IncidentEnv:
         """End the episode: put the score in ``info`` and return the last step's reward, the
         score minus the rewards paid before (so the episode's return is its score). Where the
         grader could not run, the score is None and ``info["grading_error"]`` says why
-        (:mod:`srelib.env.grading_errors`); the step's own reward stands."""
+        (:mod:`srelib.env.grading.errors`); the step's own reward stands."""
         info["ended_by"] = ended_by
         try:
-            from .grading import score_trajectory
+            from srelib.env.grading.score import score_trajectory
         except ModuleNotFoundError as exc:
             if exc.name != f"{__package__}.grading":
                 raise
             info["score"] = None
             return reward
-        from .grading_errors import GradingError
+        from srelib.env.grading.errors import GradingError
 
         try:
             info["score"] = score_trajectory(self._task, self._mode, self.trajectory)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from srelib.env.actions import ACTION_NAMES, ACTION_SPECS, GIVE_UP, PARSE_ERROR, SERVICES, ActionType
-from srelib.env.py_parse import parse as parse_python
+from srelib.env.support.ast_parse import parse as parse_python
 
 _TYPE_KEYS = ("action_type", "action", "type", "name", "tool")
 _PARAM_KEYS = ("parameters", "params", "arguments", "args")

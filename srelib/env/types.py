@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict
 
-#: A service's status, best first (``srelib.env.sim_state.STATUS_NAMES`` indexes it).
+#: A service's status, best first (``srelib.env.simulation.state.STATUS_NAMES`` indexes it).
 Status = Literal["healthy", "degraded", "down"]
 Resolution = Literal["full", "partial", "no"]
 Severity = Literal["SEV1", "SEV2", "SEV3"]

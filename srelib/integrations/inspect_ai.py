@@ -31,14 +31,14 @@ _OBS_CHARS = 4000
 
 def incident_samples(tasks: str = "classic", pool: str = "C", seeds: int = 1) -> list[Sample]:
     """One sample per task of ``tasks`` that ``pool`` accepts and seed ``0..seeds-1``."""
-    from srelib.env.catalog import resolve_tasks
-    from srelib.env.pools import POOLS
+    from srelib.env.tasks.catalog import resolve_tasks
+    from srelib.env.tasks.pools import POOLS
 
     if pool not in POOLS:
         raise ValueError(f"unknown pool {pool!r}; valid pools: {sorted(POOLS)}")
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be a positive integer, got {seeds!r}")
-    from srelib.env.task_ids import task_id
+    from srelib.env.tasks.ids import task_id
 
     chosen = [task_id(t) for t in resolve_tasks(tasks) if POOLS[pool].accepts(t)]
     if not chosen:
@@ -105,7 +105,7 @@ def play_incident(max_turns: int = 60):
 def episode_score():
     """srelib's grader on the sample's trajectory (an unfinished episode as it stands)."""
     async def score(state: TaskState, target: Target) -> Score:
-        from srelib.env.grading import score_trajectory
+        from srelib.env.grading.score import score_trajectory
 
         env = state.store.get(_ENV_KEY)
         breakdown = dict(score_trajectory(env.state.task, env.state.mode, env.trajectory))

@@ -14,7 +14,7 @@ runs them. Held-out tasks are never exported, and their instance ids are not gra
 :func:`grade_predictions` reads SWE-bench predictions (``instance_id``, ``model_name_or_path``,
 ``model_patch``) from a file in either of the forms SWE-bench's harness takes
 (:func:`load_predictions`: JSONL, or a ``.json`` list or ``{instance_id: prediction}``), grades each patch with
-:func:`srelib.env.patching.grade_patch` and writes, per model, SWE-bench's
+:func:`srelib.env.grading.pipeline.grade_patch` and writes, per model, SWE-bench's
 ``<model>/<instance_id>/report.json`` (``patch_is_None``, ``patch_exists``,
 ``patch_successfully_applied``, ``resolved`` as booleans, and ``tests_status`` once the patch
 applied) and ``<model>.json``, a run summary with SWE-bench's counts and id lists (its
@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from srelib._version import __version__
-from srelib.env.catalog import list_tasks, split_of
+from srelib.env.tasks.catalog import list_tasks, split_of
 from srelib.env.core import IncidentEnv
-from srelib.env.grading_errors import GradingError
-from srelib.env.patching import grade_patch
-from srelib.env.lookup import get_scenario, load_repo
-from srelib.env.scenarios import is_classic
-from srelib.env.task_ids import resolve, task_id
+from srelib.env.grading.errors import GradingError
+from srelib.env.grading.pipeline import grade_patch
+from srelib.env.tasks.lookup import get_scenario, load_repo
+from srelib.env.simulation.scenarios import is_classic
+from srelib.env.tasks.ids import resolve, task_id
 
 PREFIX = "srelib__"
 DATASET_FILE = "train.jsonl"

@@ -40,7 +40,7 @@ def levels(frame, column, chosen):
     tasks in TASKS order."""
     present = list(dict.fromkeys(frame[column].dropna()))
     if column == "task":
-        from srelib.env.scenarios import TASKS
+        from srelib.env.simulation.scenarios import TASKS
 
         order = {t: i for i, t in enumerate(TASKS)}
         present.sort(key=lambda t: order.get(t, len(order)))

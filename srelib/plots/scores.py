@@ -113,7 +113,7 @@ def component_breakdown(frame, *, policies: Sequence[str] | None = None,
     require("matplotlib", "srelib.plots.scores")
     from matplotlib.patches import Patch
 
-    from srelib.env.grading import WEIGHTS
+    from srelib.env.grading.score import WEIGHTS
 
     policies, tasks = levels(frame, "policy", policies), levels(frame, "task", tasks)
     comps = [c for c in WEIGHTS if c in frame.columns]

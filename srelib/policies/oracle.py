@@ -1,6 +1,6 @@
 """The answer channel: how a policy that is told the answer learns it.
 
-A policy is handed an opaque task id (:mod:`srelib.env.task_ids`), which says nothing about the
+A policy is handed an opaque task id (:mod:`srelib.env.tasks.ids`), which says nothing about the
 task. A policy that needs the answer (the reference, the oracle-handoff baseline, the validity
 gate's shortcut scripts) says so with ``needs_answer = True`` and offers
 ``receive_answer(task_id, scenario)``. Runners call :func:`hand_answer` whenever they reset a
@@ -21,15 +21,15 @@ def needs_answer(policy: Any) -> bool:
 def hand_answer(policy: Any, task: str | None, seed: int | None = None) -> None:
     """Hand ``task``'s scenario to ``policy`` if it declares that it needs the answer: with
     ``seed``, as that episode shows it (its bad commit's sha is the one the episode's git log
-    shows: :class:`srelib.env.surface.EpisodeSurface`)."""
+    shows: :class:`srelib.env.tasks.surface.EpisodeSurface`)."""
     receive = getattr(policy, "receive_answer", None)
     if task is None or not needs_answer(policy) or not callable(receive):
         return
-    from srelib.env.lookup import get_scenario
+    from srelib.env.tasks.lookup import get_scenario
 
     scenario = get_scenario(task)
     if seed is not None:
-        from srelib.env.surface import EpisodeSurface, suite_key
+        from srelib.env.tasks.surface import EpisodeSurface, suite_key
 
         scenario = EpisodeSurface(suite_key(), seed, scenario.name).scenario(scenario)
     receive(task, scenario)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from srelib._version import __version__
-from srelib.env.task_ids import public_name
+from srelib.env.tasks.ids import public_name
 from srelib.report.episodes import packed_chunks
 from srelib.report.sections import localisation_table, plots, provenance, task_table, verification
 from srelib.widgets.markup import plain, style_tag

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 def task_shown(task: Any) -> Any:
     """A task as tables show it (its public name; as given when it names no task)."""
-    from srelib.env.task_ids import public_name
+    from srelib.env.tasks.ids import public_name
 
     try:
         return public_name(str(task)) if isinstance(task, str) else task
@@ -36,7 +36,7 @@ def episode_name(key: tuple) -> str:
 def _name_problems(keys: list[tuple]) -> list[str]:
     """Tasks planned otherwise than ``evaluate`` plans them: under several names (one task
     counted as several), or under a name instead of its opaque id."""
-    from srelib.env.task_ids import task_id
+    from srelib.env.tasks.ids import task_id
 
     said: dict[str, set] = {}
     for k in keys:
@@ -57,7 +57,7 @@ def _name_problems(keys: list[tuple]) -> list[str]:
 
 def _named_selections(split: str | None) -> list[set[str]]:
     """The task sets of ``split`` (None: every split) that a task spec names: each suite's."""
-    from srelib.env.catalog import SUITES, list_tasks
+    from srelib.env.tasks.catalog import SUITES, list_tasks
 
     return [set(list_tasks(suite, split)) for suite in SUITES]
 
@@ -73,7 +73,7 @@ def hand_picked(keys: Iterable[tuple]) -> str | None:
     Returns:
         The notice, or None.
     """
-    from srelib.env.pools import POOLS
+    from srelib.env.tasks.pools import POOLS
 
     by_pool: dict = {}
     for k in keys:
@@ -97,7 +97,7 @@ def hand_picked(keys: Iterable[tuple]) -> str | None:
 
 
 def _in_pool(task: str, pool: str | None) -> bool:
-    from srelib.env.pools import POOLS
+    from srelib.env.tasks.pools import POOLS
 
     try:
         return pool is None or POOLS[pool].accepts(task)

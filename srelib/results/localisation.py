@@ -1,7 +1,7 @@
 """Localisation columns: how close an episode came to the fault, read from its trajectory.
 
 Analysis only: nothing here enters the reward. :func:`localisation` reads an episode's records
-against the task (the scenario's culprit service, :func:`srelib.env.bug_site.bug_site`) and
+against the task (the scenario's culprit service, :func:`srelib.env.grading.bug_site.bug_site`) and
 returns :data:`LOCALISATION_COLUMNS`:
 
 phase 1 (None when phase 1 was not played, as in ``p2_only``):
@@ -68,9 +68,9 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
                  seed: int | None = None) -> dict[str, Any]:
     """The localisation columns of one episode (see the module doc); with the episode's
     ``seed``, the bad commit is known by the sha that episode showed."""
-    from srelib.env.bug_site import bug_site
-    from srelib.env.pools import MODES
-    from srelib.env.lookup import get_scenario
+    from srelib.env.grading.bug_site import bug_site
+    from srelib.env.tasks.pools import MODES
+    from srelib.env.tasks.lookup import get_scenario
 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
@@ -82,7 +82,7 @@ def localisation(task: str, mode: str, records: Sequence[Mapping[str, Any]],
         site = bug_site(task)
         if seed is not None and site.bad_commit:
             from dataclasses import replace
-            from srelib.env.surface import EpisodeSurface, suite_key
+            from srelib.env.tasks.surface import EpisodeSurface, suite_key
 
             shown = EpisodeSurface(suite_key(), seed, get_scenario(task).name).sha(site.bad_commit)
             site = replace(site, bad_commit=shown)
@@ -177,7 +177,7 @@ def phase1_columns(culprit: str, records: Sequence[Mapping[str, Any]],
 
 def phase2_columns(site: Any, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``commit_diffed``, ``bad_file_read``, ``bad_file_edited``, ``bad_function_edited`` and
-    ``files_read_before_patch`` against ``site`` (a :class:`srelib.env.bug_site.BugSite`)."""
+    ``files_read_before_patch`` against ``site`` (a :class:`srelib.env.grading.bug_site.BugSite`)."""
     diffed, read, patch = False, [], None
     for record in records:
         action = record.get("action") or {}

@@ -35,7 +35,7 @@ def section(record: Any, name: str) -> Mapping[str, Any]:
 
 def standard_weights() -> dict[str, float]:
     """The component weights of srelib's grading (``grading.WEIGHTS``)."""
-    from srelib.env.grading import WEIGHTS
+    from srelib.env.grading.score import WEIGHTS
 
     return dict(WEIGHTS)
 

@@ -91,7 +91,7 @@ def sandbox_claims(manifest: Mapping[str, Any]) -> list[str]:
     Returns:
         One sentence when the run's sandbox fields differ from the replay's, else none.
     """
-    from srelib.env.sandbox import HOLDING_LEVELS, isolation_level, sandbox_mode
+    from srelib.env.grading.sandbox.isolate import HOLDING_LEVELS, isolation_level, sandbox_mode
 
     level = isolation_level()
     replay = {"isolation": level, "sandbox": sandbox_mode(), "verified": level in HOLDING_LEVELS}

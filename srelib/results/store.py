@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, TypedDict
 
 from srelib.env.actions import PARSE_ERROR
-from srelib.env.grading import WEIGHTS
-from srelib.env.json_copy import valid_text
+from srelib.env.grading.score import WEIGHTS
+from srelib.env.support.json_copy import valid_text
 from srelib.env.types import ScoreBreakdown
 from srelib.results.localisation import LOCALISATION_COLUMNS, PARTIAL_REPAIR, partial_repair
 from srelib.redact import scrub_secrets
@@ -95,9 +95,9 @@ class Episode:
     null-handoff repair value was given. ``tokens`` and ``latency_s`` are None for policies that
     do not record usage. ``error`` holds the traceback of a policy or environment exception
     that ended the episode early (``ended_by`` ``"policy_error"`` or ``"env_error"``).
-    ``task`` is the task's opaque id (:mod:`srelib.env.task_ids`); ``oracle`` is True when the
+    ``task`` is the task's opaque id (:mod:`srelib.env.tasks.ids`); ``oracle`` is True when the
     policy was handed the answer (:mod:`srelib.policies.oracle`). ``grading_error`` is set
-    (``{"kind", "message", "attempts"}``, :mod:`srelib.env.grading_errors`) when the grader
+    (``{"kind", "message", "attempts"}``, :mod:`srelib.env.grading.errors`) when the grader
     could not grade the episode: it has no score, and resuming the run plays it again.
     """
 
@@ -128,7 +128,7 @@ class Episode:
     @property
     def public_task(self) -> str:
         """The task as tables show it: a classic task's name, else its opaque id."""
-        from srelib.env.task_ids import public_name
+        from srelib.env.tasks.ids import public_name
 
         try:
             return public_name(self.task)
@@ -316,7 +316,7 @@ class RunStore:
             config: The run's settings (JSON-ready; secrets are redacted before writing).
             plan: The episode keys this call plans, or None.
         """
-        from srelib.env.sandbox import HOLDING_LEVELS, isolation_level, sandbox_mode
+        from srelib.env.grading.sandbox.isolate import HOLDING_LEVELS, isolation_level, sandbox_mode
         from srelib.redact import redact
 
         run_file = self.path / RUN_FILE

@@ -122,7 +122,7 @@ def verify_episode(episode: Any, *, max_steps: int | None = None,
         ValueError: ``episode`` is neither an Episode nor a dict.
     """
     from srelib.env.core import IncidentEnv
-    from srelib.env.grading import score_trajectory
+    from srelib.env.grading.score import score_trajectory
     from srelib.episode import RUNNER_ENDINGS, EpisodeSpec, advance, episode_steps
     from srelib.results.store import Episode
 
@@ -206,8 +206,8 @@ def _ending_problems(episode: Any, run: Any, records: int, max_steps: int | None
 
 def _count_problems(episode: Any, replayed: Mapping[str, Any], null_repair: Mapping | None) -> list[str]:
     """The parse failures and ``r_cross`` the episode states, against its records and score."""
-    from srelib.env.grading import r_cross
-    from srelib.env.task_ids import by_task
+    from srelib.env.grading.score import r_cross
+    from srelib.env.tasks.ids import by_task
     from srelib.results.store import count_parse_failures
 
     problems = []

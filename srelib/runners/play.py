@@ -81,9 +81,9 @@ def episode_record(env: Any, run: EpisodeRun, policy_name: str,
     ended before the environment did) and costs; ``oracle`` when the policy was handed the
     answer. A run whose reset failed has no steps and no score; one the grader could not grade
     has no score and its ``grading_error``."""
-    from srelib.env.grading import r_cross, score_trajectory
-    from srelib.env.grading_errors import GradingError
-    from srelib.env.task_ids import by_task
+    from srelib.env.grading.score import r_cross, score_trajectory
+    from srelib.env.grading.errors import GradingError
+    from srelib.env.tasks.ids import by_task
 
     spec, info = run.spec, run.info
     if not info:  # reset failed: nothing was played
@@ -123,7 +123,7 @@ def episode_record(env: Any, run: EpisodeRun, policy_name: str,
 
 def _stored_id(task: Any) -> str:
     """The opaque id stored for a task that never started (kept as given if it names none)."""
-    from srelib.env.task_ids import task_id
+    from srelib.env.tasks.ids import task_id
 
     try:
         return task_id(str(task))

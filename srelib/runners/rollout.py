@@ -13,7 +13,7 @@ import warnings
 from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from srelib.env.pools import JOINT_POOLS
+from srelib.env.tasks.pools import JOINT_POOLS
 from srelib.episode import EpisodeSpec
 from srelib.policies.base import supports_batch
 from srelib.policies.specs import describe, instantiate
@@ -40,9 +40,9 @@ def plan(policy_names: Iterable[str], tasks: str | Sequence[str] = "all",
     and each pool keeps the tasks of its split (pool None keeps every task). ``seeds`` is a
     count (``range(seeds)``) or explicit seeds. Jobs name tasks by their opaque ids.
     """
-    from srelib.env.catalog import expand_tasks
-    from srelib.env.pools import POOLS
-    from srelib.env.task_ids import task_id
+    from srelib.env.tasks.catalog import expand_tasks
+    from srelib.env.tasks.pools import POOLS
+    from srelib.env.tasks.ids import task_id
 
     EpisodeSpec.resolve(mode=mode)  # an unknown mode fails before anything else
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
@@ -109,7 +109,7 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
     ``frame.attrs["nonstandard"]`` names the settings other than srelib's the episodes were
     scored under (``max_steps``, ``null_repair``, a hand-picked task list:
     :mod:`srelib.results.settings`). Episodes the
-    grader could not grade (:mod:`srelib.env.grading_errors`) have no score, their
+    grader could not grade (:mod:`srelib.env.grading.errors`) have no score, their
     ``grading_error`` column says why, ``frame.attrs["grading_errors"]`` counts them and a
     :class:`GradingErrorWarning` names them; with ``out``, running again plays them again.
 
@@ -204,7 +204,7 @@ def evaluate(policies: Mapping[str, Any], tasks: str | Sequence[str] = "all",
 
 class GradingErrorWarning(UserWarning):
     """Some episodes of an evaluation could not be graded: the grader failed, not the agent
-    (:mod:`srelib.env.grading_errors`). They are counted apart, never scored."""
+    (:mod:`srelib.env.grading.errors`). They are counted apart, never scored."""
 
 
 def _batch_policies(policies: Mapping[str, Any], names: set[str]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import json
 from typing import Any, Callable
 
 from srelib.extras import require
-from srelib.env.pools import MODES, POOLS
+from srelib.env.tasks.pools import MODES, POOLS
 from srelib.serve.guard import TOKEN_HEADER, mcp_failure, read_json, replaying, respond_json
 from srelib.serve.owners import Clients, TooManySessions, client_host
 

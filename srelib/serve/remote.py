@@ -219,7 +219,7 @@ class _Face:
     @property
     def scenario(self):
         """The episode's scenario (None before any reset)."""
-        from srelib.env.lookup import get_scenario
+        from srelib.env.tasks.lookup import get_scenario
 
         task = self._core.info.get("task")
         return get_scenario(task) if task else None

@@ -7,8 +7,8 @@ other than this process's CPU (a time-limited search), read a text action, or ru
 hidden tests in the sandbox. Those go to a worker thread.
 
 The environment knows nothing of this. It answers, without building anything, what is already
-held in memory (:func:`srelib.env.lookup.in_memory`, ``load_repo.peek``) and whether a patch's
-grade is already known (:func:`srelib.env.patching.grade_memoised`); this module decides from
+held in memory (:func:`srelib.env.tasks.lookup.in_memory`, ``load_repo.peek``) and whether a patch's
+grade is already known (:func:`srelib.env.grading.pipeline.grade_memoised`); this module decides from
 those answers and from the tasks this process has already reset (:func:`record_reset`).
 """
 
@@ -24,8 +24,8 @@ from pydantic import ValidationError
 
 from srelib.env.actions import ActionType
 from srelib.env.core import IncidentEnv
-from srelib.env.lookup import in_memory, load_repo
-from srelib.env.spec import EpisodeSpec
+from srelib.env.tasks.lookup import in_memory, load_repo
+from srelib.env.tasks.spec import EpisodeSpec
 from srelib.serve.wire import ResetOptions, SreAction
 
 __all__ = ["MEMO_CHECK_CHARS", "SLOW_ACTIONS", "Call", "Reset", "Step", "on_thread",
@@ -126,6 +126,6 @@ def _step_slow(action: SreAction, env: IncidentEnv | None) -> bool:
         return False  # an invalid action: nothing loaded, nothing graded
     if kind == ActionType.TRANSITION_TO_PHASE2.value:
         return load_repo.peek(scenario.repo) is None
-    from srelib.env.patching import grade_memoised  # the grading stack, on the first patch
+    from srelib.env.grading.pipeline import grade_memoised  # the grading stack, on the first patch
 
     return not grade_memoised(scenario.repo, scenario.name, diff)

@@ -14,7 +14,7 @@ from srelib.training.agent import parse_failure_rate
 
 def needs_fix(task: str) -> bool:
     """Whether ``task``'s incident needs a code change (the no-fault ones do not)."""
-    from srelib.env.lookup import get_scenario
+    from srelib.env.tasks.lookup import get_scenario
 
     return bool(get_scenario(task).needs_fix)
 

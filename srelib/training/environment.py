@@ -39,8 +39,8 @@ class TaskDistribution:
 
     def choices(self) -> list[tuple[str, str]]:
         """Every ``(task, pool)`` this distribution draws from."""
-        from srelib.env.catalog import expand_tasks
-        from srelib.env.pools import POOLS
+        from srelib.env.tasks.catalog import expand_tasks
+        from srelib.env.tasks.pools import POOLS
 
         unknown = [p for p in self.pools if p not in POOLS]
         if unknown or not self.pools:
@@ -95,11 +95,11 @@ class IncidentToolEnv:
         """The episode's final score (a rollout that never finished is scored as it stands).
 
         Raises:
-            GradingError: the grader could not grade it (:mod:`srelib.env.grading_errors`):
+            GradingError: the grader could not grade it (:mod:`srelib.env.grading.errors`):
                 no reward is made up for it.
         """
         if self.final is None:
-            from srelib.env.grading import score_trajectory
+            from srelib.env.grading.score import score_trajectory
 
             self.final = float(score_trajectory(self.info["task"], self.info["mode"],
                                                 self.env.trajectory)["final"])

@@ -61,10 +61,10 @@ class EpisodeStepper(Displayable):
                  policies: dict[str, Callable[[], Any]] | None = None):
         import random
 
-        from srelib.env.catalog import resolve_tasks
+        from srelib.env.tasks.catalog import resolve_tasks
         from srelib.env.core import IncidentEnv
-        from srelib.env.pools import POOLS
-        from srelib.env.scenarios import TASKS
+        from srelib.env.tasks.pools import POOLS
+        from srelib.env.simulation.scenarios import TASKS
 
         if pool is not None and pool not in POOLS:
             raise ValueError(f"unknown pool {pool!r}; valid: {[None, *POOLS]}")

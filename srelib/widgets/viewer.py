@@ -78,7 +78,7 @@ class TrajectoryViewer(Displayable):
 
 def _shown(task: Any) -> Any:
     """A stored episode's task as people read it (a classic name, else the opaque id)."""
-    from srelib.env.task_ids import public_name
+    from srelib.env.tasks.ids import public_name
 
     try:
         return public_name(task)

@@ -26,7 +26,7 @@ import ast
 import re
 
 from srelib.env.actions import ActionType
-from srelib.env.repos import unified_diff
+from srelib.env.phase2.repos import unified_diff
 from srelib.policies.base import EpisodeWatcher, make_action
 from srelib.policies.scripted.aimed_edits import (function_spans, line_units, names_bound,
                                                   release_on_error)
@@ -39,7 +39,7 @@ SEARCH_COMMITS = 10
 
 
 def _is_test(path: str) -> bool:
-    from srelib.env.patching import is_test_path
+    from srelib.env.grading.pipeline import is_test_path
 
     return is_test_path(path)
 

@@ -116,7 +116,7 @@ class OracleP1ThenRandomP2Policy(AnswerKey, RandomPhase2Policy):
 
     def __call__(self, observation: dict, phase: int, task_name: str) -> dict:
         if phase == 1:
-            from srelib.env.pools import oracle_belief
+            from srelib.env.tasks.pools import oracle_belief
 
             scenario = self.answer(task_name)
             if observation.get("steps_taken", 0) == 0 and scenario.root_cause_service:

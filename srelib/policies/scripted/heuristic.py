@@ -16,7 +16,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 
 from srelib.env.actions import SERVICES, ActionType
-from srelib.env.topology import upstream_of
+from srelib.env.simulation.topology import upstream_of
 from srelib.env.belief import BeliefState
 from srelib.policies.base import EvidencePhase1Policy, make_action
 

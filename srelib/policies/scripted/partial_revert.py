@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from srelib.env.repos import unified_diff
+from srelib.env.phase2.repos import unified_diff
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _DEFINITION = re.compile(r"^\s*(async\s+def|def|class)\s")
@@ -172,6 +172,6 @@ def _undo(text: str, block: Block) -> str | None:
 
 def edit_blocks(diff: str) -> list[Block]:
     """The :func:`is_edit` blocks of ``diff`` outside test files: what a partial revert undoes."""
-    from srelib.env.patching import is_test_path
+    from srelib.env.grading.pipeline import is_test_path
 
     return [b for b in change_blocks(diff) if not is_test_path(b.path) and is_edit(b)]

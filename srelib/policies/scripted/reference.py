@@ -9,8 +9,8 @@ scenario's expected steps. """
 from __future__ import annotations
 
 from srelib.env.actions import ActionType
-from srelib.env.pools import oracle_belief
-from srelib.env.lookup import get_scenario, load_repo
+from srelib.env.tasks.pools import oracle_belief
+from srelib.env.tasks.lookup import get_scenario, load_repo
 from srelib.policies.base import handoff_action, make_action
 from srelib.policies.oracle import AnswerKey
 

@@ -118,7 +118,7 @@ class LadderRungs(AnswerKey):
         super().__init__()
 
     def _site(self, task: str):
-        from srelib.env.bug_site import bug_site
+        from srelib.env.grading.bug_site import bug_site
 
         return bug_site(self.answer_name(task))
 
@@ -148,7 +148,7 @@ class LadderPhase2Policy(LadderRungs, PartialRevertPhase2Policy):
     def _keep_block(self, block: Block, files: dict[str, str], task_name: str) -> bool:
         """At the ``function`` rung: edits inside a bad function, or outside every function
         (module-level code, which knowing the functions says nothing about)."""
-        from srelib.env.bug_site import functions_touching
+        from srelib.env.grading.bug_site import functions_touching
 
         if not self._knows("function"):
             return True

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from srelib.extras import require
-from srelib.env.json_copy import valid_text
+from srelib.env.support.json_copy import valid_text
 from srelib.policies.llm.chat import ChatPolicyBase
 from srelib.policies.llm.config import ChatConfig
 from srelib.policies.llm.providers import provider
