@@ -8,6 +8,7 @@ lazy ones (inside a function, or under ``if TYPE_CHECKING:``) alike.
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import importlib.util
 import json
@@ -47,6 +48,25 @@ FRONT_ENDS = dict(LAYERS)["front ends"]
 ALLOWED: dict[tuple[str, str], str] = {}
 
 
+#: Inside ``srelib.env``, every module's sub-layer, lowest first, read as :data:`LAYERS` is. The
+#: vocabulary (actions, types, the belief, parsing a reply) sits at the root with the episode core;
+#: grading's verdict rules and sandbox sit below the tasks, because the generator runs them to
+#: derive a task's FAIL_TO_PASS, and the rest of grading above the tasks, which it looks up.
+ENV_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("support", ("srelib.env.support",)),
+    ("vocabulary", ("srelib.env", "srelib.env.actions", "srelib.env.types",
+                    "srelib.env.agent_input", "srelib.env.parse", "srelib.env.belief",
+                    "srelib.env.records")),
+    ("simulation", ("srelib.env.simulation",)),
+    ("phase 2", ("srelib.env.phase2",)),
+    ("sandbox", ("srelib.env.grading.sandbox",)),
+    ("verdict rules", ("srelib.env.grading.verdicts",)),
+    ("tasks", ("srelib.env.tasks",)),
+    ("grading", ("srelib.env.grading",)),
+    ("episode core", ("srelib.env.core",)),
+)
+
+
 def _graph():
     """``tools/import_graph.py``, loaded once (its dataclass needs it in ``sys.modules``)."""
     if "import_graph" not in sys.modules:
@@ -57,10 +77,10 @@ def _graph():
     return sys.modules["import_graph"]
 
 
-def placement(module: str) -> tuple[int, str] | None:
+def placement(module: str, layers=LAYERS) -> tuple[int, str] | None:
     """``(layer index, the table's name covering module)``, or None when no name covers it."""
     best = None
-    for index, (_, names) in enumerate(LAYERS):
+    for index, (_, names) in enumerate(layers):
         for name in names:
             covers = module == name or (name != "srelib" and module.startswith(name + "."))
             if covers and (best is None or len(name) > len(best[1])):
@@ -84,6 +104,54 @@ def upward_imports(imports, root: Path = ROOT) -> list[str]:
             problems.append(f"{imp.where(root)}: front end {source[1]} imports front end "
                             f"{target[1]} (front ends are leaves)")
     return problems
+
+
+def env_upward_imports(imports, root: Path = ROOT) -> list[str]:
+    """Each import within ``srelib.env`` that :data:`ENV_LAYERS` forbids, as ``file:line: what``."""
+    problems = []
+    for imp in imports:
+        source, target = placement(imp.source, ENV_LAYERS), placement(imp.target, ENV_LAYERS)
+        if source and target and target[0] > source[0]:
+            problems.append(f"{imp.where(root)}: {imp.source} ({ENV_LAYERS[source[0]][0]}) "
+                            f"imports {imp.target} ({ENV_LAYERS[target[0]][0]}), a higher sub-layer")
+    return problems
+
+
+def test_every_env_module_has_a_sub_layer_and_each_sub_package_says_its_job():
+    modules = [m for m in _graph().modules(ROOT) if m.startswith("srelib.env")]
+    unplaced = [m for m in modules if placement(m, ENV_LAYERS) is None]
+    assert not unplaced, f"modules missing from ENV_LAYERS in {__file__}: {unplaced}"
+    for init in (ROOT / "srelib" / "env").rglob("__init__.py"):
+        if "repo_data" in init.parts or "scenario_data" in init.parts:
+            continue  # the repositories' own packages
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"{init}: no docstring saying what it owns"
+        exported = [n for n in tree.body if isinstance(n, ast.Assign)
+                    and any(getattr(t, "id", None) == "__all__" for t in n.targets)]
+        assert exported or init.parent.name == "env", f"{init}: no __all__"
+
+
+def test_no_env_module_imports_from_a_higher_sub_layer():
+    problems = env_upward_imports(_graph().read_imports(ROOT))
+    assert not problems, "imports against the env sub-layers:\n" + "\n".join(problems)
+
+
+def test_the_sub_layer_check_names_an_upward_import(tmp_path):
+    """On a tiny tree: the simulation importing the score is named; the score importing the
+    simulation, and the generator importing the verdict rules, are not."""
+    env = tmp_path / "srelib" / "env"
+    for folder in ("simulation", "grading/verdicts", "tasks"):
+        (env / folder).mkdir(parents=True)
+    for init in ("", "simulation/", "grading/", "grading/verdicts/", "tasks/"):
+        (env / init / "__init__.py").write_text("")
+    (tmp_path / "srelib" / "__init__.py").write_text("")
+    (env / "simulation" / "infra.py").write_text("def f():\n    from ..grading import score\n")
+    (env / "grading" / "score.py").write_text("from srelib.env.simulation import infra\n")
+    (env / "grading" / "verdicts" / "rules.py").write_text("")
+    (env / "tasks" / "runner.py").write_text("from srelib.env.grading.verdicts import rules\n")
+    assert env_upward_imports(_graph().read_imports(tmp_path), tmp_path) == [
+        "srelib/env/simulation/infra.py:2: srelib.env.simulation.infra (simulation) imports "
+        "srelib.env.grading.score (grading), a higher sub-layer"]
 
 
 def test_every_module_has_a_layer():
