@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 
 from srelib.env.actions import FAULT_CLASSES, PHASE1_REMEDIATION, SERVICES, ActionType
 from srelib.env.belief import BeliefState
-from srelib.env.grading.pipeline import is_test_path
+from srelib.env.phase2.workspace import is_test_path
 from srelib.env.tasks.lookup import get_scenario, load_repo
 from srelib.env.phase2.repos import unified_diff
 from srelib.analysis.gate import register

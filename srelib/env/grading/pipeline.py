@@ -88,18 +88,12 @@ from srelib.env.grading.sandbox.isolate import SandboxRefused, grading_level
 from srelib.env.grading.site_guard import site_units, site_unchanged
 from srelib.env.types import PatchGrade
 from srelib.env.grading.verdicts.rules import Observation, draw_seed, rates, resolution, verdicts
-from srelib.env.phase2.workspace import check_path
+from srelib.env.phase2.workspace import check_path, is_test_path
 
 DEFAULT_TIMEOUT_S = 10.0
-_TEST_PATH = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)(^```|\Z)", re.S | re.M)
 MEMO_BYTES = 8 << 20  # the grade memo's bound: diffs and results, in bytes of text
 _MEMO = ByteLRU(MEMO_BYTES, size=lambda key, result: len(repr(key)) + len(json.dumps(result)))
-
-
-def is_test_path(path: str) -> bool:
-    """Does this repository path belong to the tests (which a patch may not change)?"""
-    return bool(_TEST_PATH.search(path))
 
 
 def _header_path(line: str, prefix: str) -> str:

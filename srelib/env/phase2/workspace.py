@@ -35,8 +35,14 @@ SEARCH_BUDGET_S = 0.25  # checked between lines; one line costs at most a few ms
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
 _GLOB = re.compile(r"[A-Za-z0-9_.\-/*?\[\]!]{1,100}")
 _SHA = re.compile(r"[0-9a-f]{4,40}")
+_TEST_PATH = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 
 Result = tuple[bool, dict, str]
+
+
+def is_test_path(path: str) -> bool:
+    """Does this repository path belong to the tests (which a patch may not change)?"""
+    return bool(_TEST_PATH.search(path))
 
 
 def check_path(raw: object) -> tuple[str | None, str | None]:

@@ -39,7 +39,7 @@ SEARCH_COMMITS = 10
 
 
 def _is_test(path: str) -> bool:
-    from srelib.env.grading.pipeline import is_test_path
+    from srelib.env.phase2.workspace import is_test_path
 
     return is_test_path(path)
 

@@ -172,6 +172,6 @@ def _undo(text: str, block: Block) -> str | None:
 
 def edit_blocks(diff: str) -> list[Block]:
     """The :func:`is_edit` blocks of ``diff`` outside test files: what a partial revert undoes."""
-    from srelib.env.grading.pipeline import is_test_path
+    from srelib.env.phase2.workspace import is_test_path
 
     return [b for b in change_blocks(diff) if not is_test_path(b.path) and is_edit(b)]
