@@ -661,3 +661,18 @@ def test_extra_and_linked_files_in_the_run_folder_are_named(phase1, tmp_path):
     assert "the run folder holds files no check reads (nothing they say is verified): " \
         "['audit.txt']" in text
     assert "['episodes.jsonl'] are links to" in text
+
+
+def test_whole_suites_and_splits_in_any_pool_are_not_hand_picked():
+    """The demo's plan (every task in pool C, the held-out ones in pool D) names no choice;
+    one split alone names none either; a suite less one task does."""
+    from srelib.env.tasks.catalog import list_tasks
+    from srelib.results.grid import hand_picked
+
+    def keys(pool, tasks):
+        return [("null", t, pool, "joint", 0) for t in tasks]
+
+    every, heldout = list_tasks("classic"), list_tasks("classic", "heldout")
+    assert hand_picked(keys("C", every) + keys("D", heldout)) is None
+    assert hand_picked(keys("C", list_tasks("classic", "train"))) is None
+    assert hand_picked(keys("C", every[1:])).startswith("tasks hand-picked: ")

@@ -55,17 +55,18 @@ def _name_problems(keys: list[tuple]) -> list[str]:
     return problems
 
 
-def _named_selections(split: str | None) -> list[set[str]]:
-    """The task sets of ``split`` (None: every split) that a task spec names: each suite's."""
-    from srelib.env.tasks.catalog import SUITES, list_tasks
+def _named_selections() -> list[set[str]]:
+    """The task sets a task spec names: each suite's, whole and per split."""
+    from srelib.env.tasks.catalog import SPLITS, SUITES, list_tasks
 
-    return [set(list_tasks(suite, split)) for suite in SUITES]
+    return [set(list_tasks(suite, split)) for suite in SUITES for split in (None, *SPLITS)]
 
 
 def hand_picked(keys: Iterable[tuple]) -> str | None:
     """A sentence naming the planned tasks when, in some pool, they are not a union of whole
-    suites (of the pool's split) that a task spec names (``"classic"``, ``"generated:train"``):
-    the task list was chosen by someone. None when every pool plays whole suites.
+    suites or splits that a task spec names (``"classic"``, ``"generated:train"``): the task
+    list was chosen by someone. None when every pool plays whole ones (a pool that holds only
+    some of a suite's splits, as pool D the held-out ones, plays its whole splits).
 
     Args:
         keys: the plan's episode keys ``(policy, task, pool, mode, seed)``.
@@ -73,19 +74,17 @@ def hand_picked(keys: Iterable[tuple]) -> str | None:
     Returns:
         The notice, or None.
     """
-    from srelib.env.tasks.pools import POOLS
-
     by_pool: dict = {}
     for k in keys:
         if isinstance(k, (list, tuple)) and len(k) == 5 and isinstance(k[1], str):
             by_pool.setdefault(k[2], set()).add(k[1])
+    try:
+        selections = _named_selections()
+    except (ValueError, KeyError):  # an unknown suite: the replay names it
+        return None
     picked: set[str] = set()
-    for pool, tasks in by_pool.items():
-        split = POOLS[pool].split if pool in POOLS else None
-        try:
-            covered = set().union(*(s for s in _named_selections(split) if s & tasks))
-        except (ValueError, KeyError):  # an unknown suite or task: the replay names it
-            return None
+    for tasks in by_pool.values():
+        covered = set().union(*(s for s in selections if s and s <= tasks))
         if covered != tasks:
             picked |= tasks
     if not picked:
