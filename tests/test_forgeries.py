@@ -669,8 +669,8 @@ def test_whole_suites_and_splits_in_any_pool_are_not_hand_picked():
     from srelib.env.tasks.catalog import list_tasks
     from srelib.results.grid import hand_picked
 
-    def keys(pool, tasks):
-        return [("null", t, pool, "joint", 0) for t in tasks]
+    def keys(pool, tasks):  # as plans hold them: opaque ids
+        return [("null", srelib.task_id(t), pool, "joint", 0) for t in tasks]
 
     every, heldout = list_tasks("classic"), list_tasks("classic", "heldout")
     assert hand_picked(keys("C", every) + keys("D", heldout)) is None

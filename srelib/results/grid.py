@@ -74,13 +74,15 @@ def hand_picked(keys: Iterable[tuple]) -> str | None:
     Returns:
         The notice, or None.
     """
+    from srelib.env.tasks.ids import resolve
+
     by_pool: dict = {}
-    for k in keys:
-        if isinstance(k, (list, tuple)) and len(k) == 5 and isinstance(k[1], str):
-            by_pool.setdefault(k[2], set()).add(k[1])
     try:
+        for k in keys:
+            if isinstance(k, (list, tuple)) and len(k) == 5 and isinstance(k[1], str):
+                by_pool.setdefault(k[2], set()).add(resolve(k[1]))  # plans hold opaque ids
         selections = _named_selections()
-    except (ValueError, KeyError):  # an unknown suite: the replay names it
+    except (ValueError, KeyError):  # an unknown task or suite: the replay names it
         return None
     picked: set[str] = set()
     for tasks in by_pool.values():
