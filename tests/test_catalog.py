@@ -271,7 +271,7 @@ def test_adding_a_folder_is_all_it_takes_to_add_a_task(tmp_path):
     """A copy of the package with one more folder has one more task: listed, playable, graded."""
     package = tmp_path / "srelib"
     shutil.copytree(ROOT / "srelib", package, ignore=shutil.ignore_patterns("__pycache__"))
-    _copy(FIX_TASK, package / "env" / "scenario_data", "added_task")
+    _copy(FIX_TASK, package / "env" / "simulation" / "scenario_data", "added_task")
     code = (
         "import srelib\n"
         "from srelib.env.grading.pipeline import grade_patch\n"
@@ -288,7 +288,7 @@ def test_adding_a_folder_is_all_it_takes_to_add_a_task(tmp_path):
                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "full"
-    assert _srelib("tasks", "check", package / "env" / "scenario_data" / "added_task").returncode == 0
+    assert _srelib("tasks", "check", package / "env" / "simulation" / "scenario_data" / "added_task").returncode == 0
 
 
 # ------------------------------------------------------------------ the CLI lists suites
